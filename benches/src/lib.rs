@@ -1,0 +1,1 @@
+//! Shared helpers for the ctrlkit benches and the workload driver.
