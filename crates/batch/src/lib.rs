@@ -70,3 +70,8 @@ mod sizes;
 pub use error::BatchError;
 pub use run::{SLOW_START_INITIAL_BATCH_SIZE, slow_start_batch};
 pub use sizes::BatchSizes;
+
+/// Compiles and runs the README's example as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -120,3 +120,8 @@ pub use controller::{ControllerExpectations, DEFAULT_EXPECTATIONS_TTL};
 pub use creations::MAX_UNMATCHED_OBSERVATIONS;
 pub use snapshot::Expectation;
 pub use stats::ExpectationStats;
+
+/// Compiles and runs the README's example as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
