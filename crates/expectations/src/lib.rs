@@ -109,6 +109,9 @@
 //!   function that cannot fail here.
 //! - Creation tracking by identity, lost-object reporting and
 //!   [`ExpectationStats`] are additions (upstream TODO #22599).
+//! - An unfulfilled expectation reaching its TTL is logged at `warn` level
+//!   (upstream: verbose debug), since it means a lost watch event or a
+//!   failed create that was never lowered.
 
 mod controller;
 mod creations;
