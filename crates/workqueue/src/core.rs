@@ -1,0 +1,400 @@
+//! The queue's state machine, without locking or waking: every public
+//! operation of [`WorkQueue`](crate::WorkQueue) is one call into [`Core`]
+//! under the queue's mutex.
+//!
+//! One hash map holds the state of every known item ([`Entry`]); the ready
+//! structures ([`Ready`]) and the delay heap hold copies of items that the
+//! map validates, so updates never search a list.
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
+use std::hash::Hash;
+
+use hashbrown::HashMap;
+use hashbrown::hash_map::Entry as MapEntry;
+use tokio::time::Instant;
+
+use crate::entry::{Entry, PROCESSING, QUEUED, REQUEUE, WAITING};
+use crate::metrics::QueueMetrics;
+use crate::ready::Ready;
+
+/// One `add_after` waiting in the delay heap. Ordered by due time, then by
+/// the order of the calls, so items due at the same instant keep add order.
+struct Delayed<T> {
+    due: Instant,
+    seq: u64,
+    item: T,
+}
+
+impl<T> PartialEq for Delayed<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.due == other.due && self.seq == other.seq
+    }
+}
+impl<T> Eq for Delayed<T> {}
+impl<T> PartialOrd for Delayed<T> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl<T> Ord for Delayed<T> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        (self.due, self.seq).cmp(&(other.due, other.seq))
+    }
+}
+
+/// What `done` changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DoneOutcome {
+    /// The item had been added while processing and is queued again.
+    pub(crate) requeued: bool,
+    /// No item is being processed any more.
+    pub(crate) idle: bool,
+}
+
+/// The state of one queue.
+pub(crate) struct Core<T> {
+    entries: HashMap<T, Entry>,
+    ready: Ready<T>,
+    /// Live copies in `ready` (what `len` reports).
+    queued: usize,
+    /// Items handed out and not done.
+    processing: usize,
+    delayed: BinaryHeap<Reverse<Delayed<T>>>,
+    delay_seq: u64,
+    shutting_down: bool,
+    drain: bool,
+    metrics: Option<QueueMetrics<T>>,
+}
+
+impl<T> Core<T> {
+    /// Items waiting to be handed out.
+    pub(crate) fn len(&self) -> usize {
+        self.queued
+    }
+
+    /// Items handed out and not yet done.
+    pub(crate) fn processing(&self) -> usize {
+        self.processing
+    }
+
+    /// Whether `shut_down` or `shut_down_with_drain` was called.
+    pub(crate) fn is_shutting_down(&self) -> bool {
+        self.shutting_down
+    }
+
+    /// Whether a drain is in progress (`shut_down_with_drain` and no
+    /// `shut_down` since).
+    pub(crate) fn is_draining(&self) -> bool {
+        self.drain
+    }
+
+    /// The metrics recorder, if the queue records metrics.
+    pub(crate) fn metrics(&self) -> Option<&QueueMetrics<T>> {
+        self.metrics.as_ref()
+    }
+
+    /// When the timer must fire next: the earliest due time in the heap
+    /// (possibly of a superseded copy, which only causes an early no-op
+    /// wake-up).
+    pub(crate) fn next_due(&self) -> Option<Instant> {
+        self.delayed.peek().map(|Reverse(head)| head.due)
+    }
+}
+
+impl<T: Hash + Eq + Clone> Core<T> {
+    /// An empty queue; `metrics` is `None` unless the queue is named and has
+    /// a provider.
+    pub(crate) fn new(metrics: Option<QueueMetrics<T>>) -> Self {
+        Self {
+            entries: HashMap::new(),
+            ready: Ready::default(),
+            queued: 0,
+            processing: 0,
+            delayed: BinaryHeap::new(),
+            delay_seq: 0,
+            shutting_down: false,
+            drain: false,
+            metrics,
+        }
+    }
+
+    /// Adds `item` with `priority`. Returns whether a copy was queued (so a
+    /// waiting `get` should be woken).
+    pub(crate) fn add(&mut self, item: T, priority: i32) -> bool {
+        if self.shutting_down {
+            return false;
+        }
+        match self.entries.entry(item) {
+            MapEntry::Occupied(mut slot) => {
+                let mut entry = *slot.get();
+                let queued = if entry.has(QUEUED) {
+                    if priority > entry.priority {
+                        self.ready
+                            .raise(slot.key(), entry.seq, entry.priority, priority);
+                        entry.priority = priority;
+                    }
+                    false
+                } else if entry.has(PROCESSING) {
+                    if entry.has(REQUEUE) {
+                        entry.priority = entry.priority.max(priority);
+                    } else {
+                        entry.flags |= REQUEUE;
+                        entry.priority = priority;
+                        if let Some(metrics) = &mut self.metrics {
+                            metrics.add(slot.key());
+                        }
+                    }
+                    false
+                } else {
+                    // Only waiting for a delay: queue it now as well.
+                    entry.flags |= QUEUED;
+                    entry.priority = priority;
+                    entry.seq = self.ready.push(slot.key().clone(), priority);
+                    self.queued += 1;
+                    if let Some(metrics) = &mut self.metrics {
+                        metrics.add(slot.key());
+                    }
+                    true
+                };
+                *slot.get_mut() = entry;
+                queued
+            }
+            MapEntry::Vacant(slot) => {
+                let seq = self.ready.push(slot.key().clone(), priority);
+                let mut entry = Entry::empty();
+                entry.flags = QUEUED;
+                entry.priority = priority;
+                entry.seq = seq;
+                let slot = slot.insert_entry(entry);
+                self.queued += 1;
+                if let Some(metrics) = &mut self.metrics {
+                    metrics.add(slot.key());
+                }
+                true
+            }
+        }
+    }
+
+    /// Hands out the next item: highest priority first, oldest first within
+    /// a priority. The item is marked as being processed.
+    pub(crate) fn pop(&mut self) -> Option<T> {
+        if self.queued == 0 {
+            return None;
+        }
+        let item = if self.ready.ranked.is_empty() {
+            self.pop_fifo()
+        } else {
+            self.pop_mixed()
+        };
+        debug_assert!(item.is_some(), "queued count and ready copies disagree");
+        let item = item?;
+        self.queued -= 1;
+        self.processing += 1;
+        if let Some(metrics) = &mut self.metrics {
+            metrics.get(&item);
+        }
+        Some(item)
+    }
+
+    /// Fast path: only priority-0 copies exist.
+    fn pop_fifo(&mut self) -> Option<T> {
+        while let Some((seq, item)) = self.ready.fifo.pop_front() {
+            if let Some(entry) = self.entries.get_mut(&item)
+                && entry.is_ready_copy(seq)
+            {
+                entry.flags = (entry.flags & !QUEUED) | PROCESSING;
+                return Some(item);
+            }
+        }
+        None
+    }
+
+    /// General path: merge the ring buffer and the ranked map by rank.
+    fn pop_mixed(&mut self) -> Option<T> {
+        // Drop stale copies at the front of the ring buffer first.
+        let fifo_seq = loop {
+            match self.ready.fifo.front() {
+                None => break None,
+                Some((seq, item)) => {
+                    if self
+                        .entries
+                        .get(item)
+                        .is_some_and(|e| e.is_ready_copy(*seq))
+                    {
+                        break Some(*seq);
+                    }
+                    self.ready.fifo.pop_front();
+                }
+            }
+        };
+        let ranked = self.ready.ranked.first_key_value().map(|(rank, _)| *rank);
+        let from_fifo = match (fifo_seq, ranked) {
+            (None, None) => return None,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (Some(seq), Some(rank)) => (Reverse(0), seq) < rank,
+        };
+        let item = if from_fifo {
+            self.ready.fifo.pop_front().map(|(_, item)| item)
+        } else {
+            self.ready.ranked.pop_first().map(|(_, item)| item)
+        }?;
+        if let Some(entry) = self.entries.get_mut(&item) {
+            entry.flags = (entry.flags & !QUEUED) | PROCESSING;
+        }
+        Some(item)
+    }
+
+    /// Marks `item` as no longer being processed. If it was added meanwhile
+    /// it is queued again (at the back of its priority). Does nothing for an
+    /// item that is not being processed.
+    pub(crate) fn done(&mut self, item: &T) -> DoneOutcome {
+        let mut outcome = DoneOutcome {
+            requeued: false,
+            idle: self.processing == 0,
+        };
+        let Some((key, entry)) = self.entries.get_key_value_mut(item) else {
+            return outcome;
+        };
+        if !entry.has(PROCESSING) {
+            return outcome;
+        }
+        if let Some(metrics) = &mut self.metrics {
+            metrics.done(item);
+        }
+        self.processing -= 1;
+        outcome.idle = self.processing == 0;
+        if entry.has(REQUEUE) {
+            entry.flags = (entry.flags & !(PROCESSING | REQUEUE)) | QUEUED;
+            entry.seq = self.ready.push(key.clone(), entry.priority);
+            self.queued += 1;
+            outcome.requeued = true;
+        } else {
+            entry.flags &= !PROCESSING;
+            if entry.flags == 0 {
+                self.entries.remove(item);
+            }
+        }
+        outcome
+    }
+
+    /// Counts an `add_after` call in the retries metric (not after
+    /// shutdown, as client-go).
+    pub(crate) fn record_retry(&self) {
+        if !self.shutting_down
+            && let Some(metrics) = &self.metrics
+        {
+            metrics.retry();
+        }
+    }
+
+    /// Schedules `item` to be added with `priority` at `due`. An item that
+    /// already waits keeps the earlier of the two times and the higher of
+    /// the two priorities; the wait is independent of the item being queued
+    /// or processed meanwhile. Returns `true` if `due` became the earliest
+    /// time in the heap (so the timer must be moved earlier).
+    pub(crate) fn add_at(&mut self, item: T, due: Instant, priority: i32) -> bool {
+        if self.shutting_down {
+            return false;
+        }
+        let copy = match self.entries.entry(item) {
+            MapEntry::Occupied(mut slot) => {
+                let entry = slot.get_mut();
+                match entry.due {
+                    Some(current) => {
+                        entry.due_priority = entry.due_priority.max(priority);
+                        if due < current {
+                            entry.due = Some(due);
+                            Some(slot.key().clone())
+                        } else {
+                            None
+                        }
+                    }
+                    None => {
+                        entry.flags |= WAITING;
+                        entry.due = Some(due);
+                        entry.due_priority = priority;
+                        Some(slot.key().clone())
+                    }
+                }
+            }
+            MapEntry::Vacant(slot) => {
+                let copy = slot.key().clone();
+                let mut entry = Entry::empty();
+                entry.flags = WAITING;
+                entry.due = Some(due);
+                entry.due_priority = priority;
+                slot.insert(entry);
+                Some(copy)
+            }
+        };
+        let Some(item) = copy else {
+            return false;
+        };
+        let earliest = self.next_due().is_none_or(|head| due < head);
+        let seq = self.delay_seq;
+        self.delay_seq += 1;
+        self.delayed.push(Reverse(Delayed { due, seq, item }));
+        earliest
+    }
+
+    /// Adds every waiting item due at or before `now`, in due order.
+    /// Returns how many copies were queued (how many `get`s to wake).
+    pub(crate) fn fire_due(&mut self, now: Instant) -> usize {
+        let mut queued = 0;
+        while self
+            .delayed
+            .peek()
+            .is_some_and(|Reverse(head)| head.due <= now)
+        {
+            let Some(Reverse(delayed)) = self.delayed.pop() else {
+                break;
+            };
+            let Some(entry) = self.entries.get_mut(&delayed.item) else {
+                continue;
+            };
+            if entry.due != Some(delayed.due) {
+                continue; // superseded by an earlier due time
+            }
+            entry.due = None;
+            entry.flags &= !WAITING;
+            let priority = entry.due_priority;
+            if self.add(delayed.item, priority) {
+                queued += 1;
+            }
+        }
+        queued
+    }
+
+    /// Number of `add_after` copies in the heap, superseded ones included.
+    #[cfg(test)]
+    pub(crate) fn heap_len(&self) -> usize {
+        self.delayed.len()
+    }
+
+    /// Number of items the map knows (queued, processing or waiting).
+    #[cfg(test)]
+    pub(crate) fn known(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Starts shutting down: later adds are ignored and waiting delays are
+    /// dropped. Queued items are still handed out. `drain` records whether
+    /// a caller waits for in-flight items; a plain shutdown cancels that.
+    pub(crate) fn shut_down(&mut self, drain: bool) {
+        self.shutting_down = true;
+        self.drain = drain;
+        for Reverse(delayed) in self.delayed.drain() {
+            if let Some(entry) = self.entries.get_mut(&delayed.item)
+                && entry.has(WAITING)
+            {
+                entry.flags &= !WAITING;
+                entry.due = None;
+                if entry.flags == 0 {
+                    self.entries.remove(&delayed.item);
+                }
+            }
+        }
+    }
+}

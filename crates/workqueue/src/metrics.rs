@@ -1,0 +1,177 @@
+//! Metrics: the provider trait a user implements (or takes from the
+//! `prometheus` feature) and the recorder the queue drives.
+//!
+//! The seven metrics and their meaning follow client-go's workqueue, so
+//! dashboards and alerts written for Go controllers keep working. A queue
+//! records metrics only when it has both a name and a provider; otherwise the
+//! recorder does not exist and the queue reads no clock for metrics.
+
+use std::hash::Hash;
+use std::time::Duration;
+
+use hashbrown::HashMap;
+use tokio::time::Instant;
+
+/// Name of the gauge of items waiting to be handed out.
+pub const DEPTH_METRIC: &str = "workqueue_depth";
+/// Name of the counter of adds that were not collapsed into a pending add.
+pub const ADDS_METRIC: &str = "workqueue_adds_total";
+/// Name of the histogram of seconds between an add and the `get` that
+/// handed the item out.
+pub const QUEUE_DURATION_METRIC: &str = "workqueue_queue_duration_seconds";
+/// Name of the histogram of seconds between `get` and `done`.
+pub const WORK_DURATION_METRIC: &str = "workqueue_work_duration_seconds";
+/// Name of the gauge of seconds spent so far on items not yet done.
+pub const UNFINISHED_WORK_METRIC: &str = "workqueue_unfinished_work_seconds";
+/// Name of the gauge of seconds the longest-running item has been processed.
+pub const LONGEST_RUNNING_PROCESSOR_METRIC: &str = "workqueue_longest_running_processor_seconds";
+/// Name of the counter of `add_after` / `add_rate_limited` calls.
+pub const RETRIES_METRIC: &str = "workqueue_retries_total";
+/// Name of the label that carries the queue's name on every metric.
+pub const NAME_LABEL: &str = "name";
+
+/// Histogram bucket upper bounds, in seconds, for both duration histograms:
+/// ten powers of ten from 10 ns to 10 s, as client-go.
+pub const DURATION_BUCKETS: [f64; 10] = [1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0];
+
+/// How often the two "work in progress" gauges are refreshed.
+pub const UNFINISHED_WORK_UPDATE_PERIOD: Duration = Duration::from_millis(500);
+
+/// A monotonically increasing counter.
+pub trait CounterMetric: Send + Sync {
+    /// Adds one.
+    fn inc(&self);
+}
+
+/// A gauge moved up and down by one.
+pub trait GaugeMetric: Send + Sync {
+    /// Adds one.
+    fn inc(&self);
+    /// Subtracts one.
+    fn dec(&self);
+}
+
+/// A gauge set to an absolute value.
+pub trait SettableGaugeMetric: Send + Sync {
+    /// Sets the value.
+    fn set(&self, value: f64);
+}
+
+/// A histogram (or summary) of observed values.
+pub trait HistogramMetric: Send + Sync {
+    /// Records one value.
+    fn observe(&self, value: f64);
+}
+
+/// Creates the metrics of one named queue.
+///
+/// Each method is called once, when a queue with a name is built; `name` is
+/// the queue's name and should become the value of the [`NAME_LABEL`] label.
+/// The returned metrics are updated while the queue's internal lock is held,
+/// so they must be cheap and must not block (atomics are ideal). Building two
+/// queues with the same name on one provider should share the metrics.
+pub trait MetricsProvider: Send + Sync {
+    /// [`DEPTH_METRIC`]: incremented by every add that is not collapsed,
+    /// decremented when `get` hands the item out.
+    fn new_depth_metric(&self, name: &str) -> Box<dyn GaugeMetric>;
+    /// [`ADDS_METRIC`]: adds that were not collapsed into a pending one.
+    fn new_adds_metric(&self, name: &str) -> Box<dyn CounterMetric>;
+    /// [`QUEUE_DURATION_METRIC`]: seconds from the (first pending) add to
+    /// `get`. Use [`DURATION_BUCKETS`].
+    fn new_latency_metric(&self, name: &str) -> Box<dyn HistogramMetric>;
+    /// [`WORK_DURATION_METRIC`]: seconds from `get` to `done`. Use
+    /// [`DURATION_BUCKETS`].
+    fn new_work_duration_metric(&self, name: &str) -> Box<dyn HistogramMetric>;
+    /// [`UNFINISHED_WORK_METRIC`]: sum over the items being processed of the
+    /// seconds since their `get`, refreshed every
+    /// [`UNFINISHED_WORK_UPDATE_PERIOD`]. Large values mean stuck workers.
+    fn new_unfinished_work_seconds_metric(&self, name: &str) -> Box<dyn SettableGaugeMetric>;
+    /// [`LONGEST_RUNNING_PROCESSOR_METRIC`]: the largest of those ages.
+    fn new_longest_running_processor_seconds_metric(
+        &self,
+        name: &str,
+    ) -> Box<dyn SettableGaugeMetric>;
+    /// [`RETRIES_METRIC`]: every `add_after`, `add_after_with_priority` and
+    /// `add_rate_limited` call made before shutdown, whatever its delay.
+    fn new_retries_metric(&self, name: &str) -> Box<dyn CounterMetric>;
+}
+
+/// The metrics of one queue plus the timestamps they need. Lives inside the
+/// queue's lock.
+pub(crate) struct QueueMetrics<T> {
+    depth: Box<dyn GaugeMetric>,
+    adds: Box<dyn CounterMetric>,
+    latency: Box<dyn HistogramMetric>,
+    work_duration: Box<dyn HistogramMetric>,
+    unfinished: Box<dyn SettableGaugeMetric>,
+    longest: Box<dyn SettableGaugeMetric>,
+    retries: Box<dyn CounterMetric>,
+    added_at: HashMap<T, Instant>,
+    started_at: HashMap<T, Instant>,
+}
+
+impl<T: Hash + Eq + Clone> QueueMetrics<T> {
+    /// Creates the seven metrics of queue `name`.
+    pub(crate) fn new(provider: &dyn MetricsProvider, name: &str) -> Self {
+        Self {
+            depth: provider.new_depth_metric(name),
+            adds: provider.new_adds_metric(name),
+            latency: provider.new_latency_metric(name),
+            work_duration: provider.new_work_duration_metric(name),
+            unfinished: provider.new_unfinished_work_seconds_metric(name),
+            longest: provider.new_longest_running_processor_seconds_metric(name),
+            retries: provider.new_retries_metric(name),
+            added_at: HashMap::new(),
+            started_at: HashMap::new(),
+        }
+    }
+
+    /// An add that was not collapsed. Keeps the first add time.
+    pub(crate) fn add(&mut self, item: &T) {
+        self.adds.inc();
+        self.depth.inc();
+        if !self.added_at.contains_key(item) {
+            self.added_at.insert(item.clone(), Instant::now());
+        }
+    }
+
+    /// `item` was handed out.
+    pub(crate) fn get(&mut self, item: &T) {
+        let now = Instant::now();
+        self.depth.dec();
+        self.started_at.insert(item.clone(), now);
+        if let Some(added) = self.added_at.remove(item) {
+            self.latency.observe(seconds(now, added));
+        }
+    }
+
+    /// `item` is done.
+    pub(crate) fn done(&mut self, item: &T) {
+        if let Some(started) = self.started_at.remove(item) {
+            self.work_duration.observe(seconds(Instant::now(), started));
+        }
+    }
+
+    /// An `add_after` before shutdown.
+    pub(crate) fn retry(&self) {
+        self.retries.inc();
+    }
+
+    /// Refreshes the two work-in-progress gauges.
+    pub(crate) fn update_unfinished_work(&self) {
+        let now = Instant::now();
+        let mut total = 0.0;
+        let mut longest = 0.0_f64;
+        for started in self.started_at.values() {
+            let age = seconds(now, *started);
+            total += age;
+            longest = longest.max(age);
+        }
+        self.unfinished.set(total);
+        self.longest.set(longest);
+    }
+}
+
+fn seconds(now: Instant, then: Instant) -> f64 {
+    now.saturating_duration_since(then).as_secs_f64()
+}

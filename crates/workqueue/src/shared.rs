@@ -1,0 +1,138 @@
+//! The state every handle of one queue shares, and the parts of `get` that
+//! the future and the stream have in common.
+
+use std::hash::Hash;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+
+use crate::core::Core;
+use crate::driver;
+use crate::rate_limiter::RateLimiter;
+use crate::waiters::Waiters;
+
+/// Everything behind the queue's one mutex.
+pub(crate) struct State<T> {
+    pub(crate) core: Core<T>,
+    pub(crate) waiters: Waiters,
+    /// The timer task, once started (see [`driver`]).
+    pub(crate) driver: Option<JoinHandle<()>>,
+}
+
+/// Shared by every clone of a [`WorkQueue`](crate::WorkQueue).
+pub(crate) struct Shared<T> {
+    pub(crate) state: Mutex<State<T>>,
+    pub(crate) limiter: Box<dyn RateLimiter<T>>,
+    /// Wakes `shut_down_with_drain` when the last in-flight item is done.
+    pub(crate) drained: Notify,
+    /// Wakes the timer task when its deadline moved earlier. Separate from
+    /// `Shared` so the task can wait on it without keeping the queue alive.
+    pub(crate) timer: Arc<Notify>,
+}
+
+impl<T> Drop for Shared<T> {
+    fn drop(&mut self) {
+        if let Some(driver) = self.state.get_mut().driver.take() {
+            driver.abort();
+        }
+    }
+}
+
+impl<T> Shared<T>
+where
+    T: Eq + Hash + Clone + Send + Sync + 'static,
+{
+    /// Wraps `core`.
+    pub(crate) fn new(core: Core<T>, limiter: Box<dyn RateLimiter<T>>) -> Self {
+        Self {
+            state: Mutex::new(State {
+                core,
+                waiters: Waiters::default(),
+                driver: None,
+            }),
+            limiter,
+            drained: Notify::new(),
+            timer: Arc::new(Notify::new()),
+        }
+    }
+
+    /// Starts the timer task on the current tokio runtime if the queue needs
+    /// one (delayed items or metrics) and none runs. Outside a runtime it
+    /// does nothing; the next call from inside one starts it.
+    pub(crate) fn ensure_driver(self: &Arc<Self>, state: &mut State<T>) {
+        let needed = state.core.next_due().is_some() || state.core.metrics().is_some();
+        if !needed || state.core.is_shutting_down() {
+            return;
+        }
+        if state
+            .driver
+            .as_ref()
+            .is_some_and(|task| !task.is_finished())
+        {
+            return;
+        }
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let task = driver::run(Arc::downgrade(self), Arc::clone(&self.timer));
+            state.driver = Some(runtime.spawn(task));
+        }
+    }
+
+    /// One poll of a `get`: takes an item if one is queued, reports the end
+    /// of the queue, or parks in `slot`. The item leaves the queue only
+    /// when this returns `Ready(Some)`, which is what makes `get`
+    /// cancel-safe.
+    pub(crate) fn poll_get(
+        self: &Arc<Self>,
+        slot: &mut Option<usize>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<T>> {
+        let mut state = self.state.lock();
+        if let Some(item) = state.core.pop() {
+            if let Some(key) = slot.take() {
+                state.waiters.release(key);
+            }
+            return Poll::Ready(Some(item));
+        }
+        if state.core.is_shutting_down() {
+            if let Some(key) = slot.take() {
+                state.waiters.release(key);
+            }
+            return Poll::Ready(None);
+        }
+        match slot {
+            Some(key) => state.waiters.rearm(*key, cx.waker()),
+            None => *slot = Some(state.waiters.register(cx.waker())),
+        }
+        self.ensure_driver(&mut state);
+        Poll::Pending
+    }
+
+    /// Unparks a `get` that is dropped before it returned. If it had been
+    /// chosen for an item it did not take, another waiter is chosen, so the
+    /// item does not sit in the queue while workers sleep.
+    pub(crate) fn cancel_get(&self, slot: &mut Option<usize>) {
+        let Some(key) = slot.take() else {
+            return;
+        };
+        let waker = {
+            let mut state = self.state.lock();
+            if state.waiters.release(key) && state.core.len() > 0 {
+                state.waiters.notify_one()
+            } else {
+                None
+            }
+        };
+        wake(waker);
+    }
+}
+
+/// Wakes `waker` if there is one. Called after the lock is released so the
+/// woken task does not find it held.
+pub(crate) fn wake(waker: Option<Waker>) {
+    if let Some(waker) = waker {
+        waker.wake();
+    }
+}
