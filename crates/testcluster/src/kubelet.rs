@@ -1,6 +1,47 @@
-//! Kubelet simulation (work in progress: types and handle first).
+//! Kubelet (and scheduler) simulation.
+//!
+//! In a real cluster, the scheduler binds each new pod to a node and the
+//! kubelet on that node admits it, starts its containers and reports its
+//! status. Controllers such as the ReplicaSet controller read that status
+//! (phase, `Ready` condition, container restarts) to count ready and
+//! available replicas. The test cluster has no containers, so this module
+//! plays both parts with timers:
+//!
+//! 1. **Scheduling.** A pod without `spec.nodeName` is bound, after
+//!    [`KubeletConfig::schedule_delay`], to the simulated node with the most
+//!    free pod slots, through the `pods/binding` subresource. When every node
+//!    is full the pod stays `Pending` until a slot frees up.
+//! 2. **Admission.** When a pod lands on a simulated node (bound by the
+//!    scheduler or created with `spec.nodeName` set), the kubelet admits it
+//!    if the node has a free slot. Otherwise it rejects it like the real
+//!    kubelet does: phase `Failed`, reason `OutOfpods`, message `Pod Node
+//!    didn't have enough resource: pods, requested: 1, used: N, capacity: N`,
+//!    plus a Warning event. A rejected pod never runs; a controller that
+//!    ignores failed pods will create a replacement (the churn of the
+//!    "OutOfpods" incident). [`Kubelet::reject_new_pods`] rejects every newly
+//!    admitted pod on cue.
+//! 3. **Start-up.** An admitted pod is reported `Pending` with `PodScheduled`
+//!    and `Initialized` true, then after [`KubeletConfig::start_delay`]
+//!    `Running` (containers started, not ready, `podIP`), then after
+//!    [`KubeletConfig::ready_delay`] `Ready` (`ContainersReady` and `Ready`
+//!    true, containers ready).
+//! 4. **Deletion.** A pod with `metadata.deletionTimestamp` is removed with a
+//!    `DELETE` with `gracePeriodSeconds=0` after
+//!    [`KubeletConfig::deletion_delay`], as the kubelet does once the
+//!    containers have stopped.
+//!
+//! Cues at runtime: [`Kubelet::crash_pod`] (container restart: the restart
+//! count grows and the pod is not ready for `ready_delay`),
+//! [`Kubelet::set_pod_ready`] (force a pod not ready, or back), and
+//! [`Kubelet::reject_new_pods`]. [`Kubelet::stats`] counts what happened.
+//!
+//! The simulation talks to the API server only through the
+//! [`kube::Client`] it is given (a `kube_runtime` watcher on pods, the binding
+//! subresource, merge patches of `pods/status`, deletes), like a real node
+//! would. Its timers are tokio timers.
 
 use std::{
+    collections::{BTreeMap, HashMap, HashSet, VecDeque},
     sync::{
         Arc,
         atomic::{AtomicU64, Ordering},
@@ -8,44 +49,58 @@ use std::{
     time::Duration,
 };
 
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Event as CoreEvent, Pod};
+use kube::{
+    Api,
+    api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions},
+    runtime::{WatchStreamExt, watcher},
+};
 use parking_lot::Mutex;
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
 
 /// One simulated node.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodeConfig {
     /// Node name, used as the pods' `spec.nodeName`.
     pub name: String,
-    /// How many active pods fit on the node (the `pods` resource).
+    /// How many active (not finished) pods fit on the node: the node's
+    /// `pods` resource. Pods beyond it are rejected with `OutOfpods`.
     pub capacity: usize,
 }
 
 /// Configuration of the kubelet simulation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KubeletConfig {
-    /// The simulated nodes.
+    /// The simulated nodes. Pods bound to other node names are left alone
+    /// (no kubelet runs there), as in a real cluster.
     pub nodes: Vec<NodeConfig>,
     /// Delay before a pending pod is bound to a node.
     pub schedule_delay: Duration,
-    /// Delay from admission (Pending on a node) to Running.
+    /// Delay from admission (`Pending` on a node) to `Running`.
     pub start_delay: Duration,
-    /// Delay from Running to Ready.
+    /// Delay from `Running` to `Ready` (also after a crash).
     pub ready_delay: Duration,
     /// Delay before a pod marked for deletion is removed.
     pub deletion_delay: Duration,
-    /// Reject every newly admitted pod with this reason (see
+    /// Reject every newly admitted pod with this reason from the start (see
     /// [`Kubelet::reject_new_pods`]).
     pub reject_reason: Option<String>,
 }
 
 impl Default for KubeletConfig {
+    /// One node, `node-1`, with 110 pod slots (the kubelet's default
+    /// `maxPods`) and the delays of [`KubeletConfig::with_nodes`].
     fn default() -> Self {
         KubeletConfig::with_nodes(1, 110)
     }
 }
 
 impl KubeletConfig {
-    /// `count` nodes named `node-1`.. with `pods_per_node` capacity each, and
-    /// short default delays.
+    /// `count` nodes named `node-1`, `node-2`, ... with `pods_per_node`
+    /// slots each; schedule and deletion delays of 10 ms, start and ready
+    /// delays of 50 ms.
     pub fn with_nodes(count: usize, pods_per_node: usize) -> KubeletConfig {
         KubeletConfig {
             nodes: (1..=count)
@@ -61,28 +116,122 @@ impl KubeletConfig {
             reject_reason: None,
         }
     }
+
+    /// Set [`schedule_delay`](Self::schedule_delay).
+    pub fn schedule_delay(mut self, d: Duration) -> Self {
+        self.schedule_delay = d;
+        self
+    }
+
+    /// Set [`start_delay`](Self::start_delay).
+    pub fn start_delay(mut self, d: Duration) -> Self {
+        self.start_delay = d;
+        self
+    }
+
+    /// Set [`ready_delay`](Self::ready_delay).
+    pub fn ready_delay(mut self, d: Duration) -> Self {
+        self.ready_delay = d;
+        self
+    }
+
+    /// Set [`deletion_delay`](Self::deletion_delay).
+    pub fn deletion_delay(mut self, d: Duration) -> Self {
+        self.deletion_delay = d;
+        self
+    }
+
+    /// Set [`reject_reason`](Self::reject_reason).
+    pub fn reject_reason(mut self, reason: Option<&str>) -> Self {
+        self.reject_reason = reason.map(str::to_owned);
+        self
+    }
 }
 
-/// Counters of what the kubelet did.
+/// Counters of what the kubelet did since it started.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct KubeletStats {
     /// Pods bound to a node through the binding subresource.
     pub bound: u64,
-    /// Pods rejected (phase Failed).
+    /// Pods admitted on a node.
+    pub admitted: u64,
+    /// Pods rejected at admission (phase `Failed`).
     pub rejected: u64,
+    /// Pods that reached `Running`.
+    pub started: u64,
+    /// Container crashes (from [`Kubelet::crash_pod`]).
+    pub crashes: u64,
+    /// Graceful deletions finished (pods removed with grace period 0).
+    pub deletions_finished: u64,
+}
+
+/// Errors of the runtime cues.
+#[derive(Debug, thiserror::Error)]
+pub enum KubeletError {
+    /// The pod is not known to the simulation, or not on a simulated node.
+    #[error("pod {namespace}/{name} is not on a simulated node")]
+    PodNotFound {
+        /// Namespace of the pod.
+        namespace: String,
+        /// Name of the pod.
+        name: String,
+    },
+    /// The pod has no running containers (not started yet, rejected,
+    /// finished or being deleted).
+    #[error("pod {namespace}/{name} is not running")]
+    NotRunning {
+        /// Namespace of the pod.
+        namespace: String,
+        /// Name of the pod.
+        name: String,
+    },
+    /// Writing the pod status failed.
+    #[error("updating the status of pod {namespace}/{name} failed: {source}")]
+    Api {
+        /// Namespace of the pod.
+        namespace: String,
+        /// Name of the pod.
+        name: String,
+        /// The client error.
+        #[source]
+        source: kube::Error,
+    },
+    /// The simulation task has stopped.
+    #[error("the kubelet simulation has stopped")]
+    Stopped,
 }
 
 #[derive(Default)]
 struct Shared {
     bound: AtomicU64,
+    admitted: AtomicU64,
     rejected: AtomicU64,
+    started: AtomicU64,
+    crashes: AtomicU64,
+    deletions_finished: AtomicU64,
     reject_reason: Mutex<Option<String>>,
 }
 
-/// Handle of a running kubelet simulation. Dropping it stops the simulation.
+enum Command {
+    Crash {
+        namespace: String,
+        name: String,
+        reply: oneshot::Sender<Result<(), KubeletError>>,
+    },
+    SetReady {
+        namespace: String,
+        name: String,
+        ready: bool,
+        reply: oneshot::Sender<Result<(), KubeletError>>,
+    },
+}
+
+/// Handle of a running kubelet simulation. Dropping it (or
+/// [`shutdown`](Self::shutdown)) stops the simulation.
 pub struct Kubelet {
     shared: Arc<Shared>,
-    task: tokio::task::JoinHandle<()>,
+    commands: mpsc::UnboundedSender<Command>,
+    task: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for Kubelet {
@@ -95,33 +244,852 @@ impl std::fmt::Debug for Kubelet {
 
 impl Kubelet {
     /// Start the simulation on the current tokio runtime, talking to the
-    /// API server through `client`.
+    /// API server through `client`. Must be called within a tokio runtime.
     pub fn spawn(client: kube::Client, config: KubeletConfig) -> Kubelet {
         let shared = Arc::new(Shared::default());
         *shared.reject_reason.lock() = config.reject_reason.clone();
-        let task = tokio::spawn(async move {
-            let _ = (client, config);
-        });
-        Kubelet { shared, task }
+        let (commands, command_rx) = mpsc::unbounded_channel();
+        let sim = Sim::new(client, config, Arc::clone(&shared));
+        let task = tokio::spawn(sim.run(command_rx));
+        Kubelet {
+            shared,
+            commands,
+            task: Some(task),
+        }
     }
 
-    /// Reject every newly admitted pod with `reason` (e.g. `OutOfpods`)
-    /// until called with `None`.
+    /// Reject every newly admitted pod with `reason` until called with
+    /// `None`. With `Some("OutOfpods")` the rejection looks exactly like a
+    /// full node's (`Pod Node didn't have enough resource: pods, requested:
+    /// 1, used: N, capacity: N`, with N the node's capacity); other reasons
+    /// get a generic message. Pods already admitted are not affected.
     pub fn reject_new_pods(&self, reason: Option<&str>) {
         *self.shared.reject_reason.lock() = reason.map(str::to_owned);
     }
 
+    /// Crash the containers of a running pod: each container's
+    /// `restartCount` grows by one, `lastState` records the termination,
+    /// the pod is not ready, and becomes ready again after
+    /// [`KubeletConfig::ready_delay`] (unless forced not ready). Returns once
+    /// the status is written.
+    pub async fn crash_pod(&self, namespace: &str, name: &str) -> Result<(), KubeletError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(
+            Command::Crash {
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+                reply,
+            },
+            rx,
+        )
+        .await
+    }
+
+    /// Force a running pod not ready (`ready = false`) until called again
+    /// with `ready = true`, which makes it ready at once if its containers
+    /// are running. Returns once the status is written.
+    pub async fn set_pod_ready(
+        &self,
+        namespace: &str,
+        name: &str,
+        ready: bool,
+    ) -> Result<(), KubeletError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(
+            Command::SetReady {
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+                ready,
+                reply,
+            },
+            rx,
+        )
+        .await
+    }
+
+    async fn send(
+        &self,
+        cmd: Command,
+        rx: oneshot::Receiver<Result<(), KubeletError>>,
+    ) -> Result<(), KubeletError> {
+        self.commands.send(cmd).map_err(|_| KubeletError::Stopped)?;
+        rx.await.map_err(|_| KubeletError::Stopped)?
+    }
+
     /// Counters so far.
     pub fn stats(&self) -> KubeletStats {
+        let s = &self.shared;
         KubeletStats {
-            bound: self.shared.bound.load(Ordering::Relaxed),
-            rejected: self.shared.rejected.load(Ordering::Relaxed),
+            bound: s.bound.load(Ordering::Relaxed),
+            admitted: s.admitted.load(Ordering::Relaxed),
+            rejected: s.rejected.load(Ordering::Relaxed),
+            started: s.started.load(Ordering::Relaxed),
+            crashes: s.crashes.load(Ordering::Relaxed),
+            deletions_finished: s.deletions_finished.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Stop the simulation and wait for its task to end.
+    pub async fn shutdown(mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+            let _ = task.await;
         }
     }
 }
 
 impl Drop for Kubelet {
     fn drop(&mut self) {
-        self.task.abort();
+        if let Some(task) = &self.task {
+            task.abort();
+        }
     }
+}
+
+/// Where a pod is in its simulated life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    /// No node yet.
+    Unbound,
+    /// On a node that is not simulated.
+    Foreign,
+    /// Admitted, containers being created.
+    Admitted,
+    /// Containers running.
+    Running,
+    /// Rejected at admission, or finished: takes no slot.
+    Done,
+}
+
+struct PodSim {
+    namespace: String,
+    name: String,
+    node: Option<String>,
+    stage: Stage,
+    containers: Vec<(String, String)>,
+    /// A schedule timer is pending, or the pod waits for a free slot.
+    scheduling: bool,
+    /// Node slot reserved by a binding not yet seen through the watch.
+    reserved: Option<String>,
+    deleting: bool,
+    restart_count: u32,
+    forced_not_ready: bool,
+    ready: bool,
+    /// Bumped on every crash so stale ready timers are ignored.
+    epoch: u64,
+    pod_ip: Option<String>,
+    host_ip: Option<String>,
+    start_time: Option<String>,
+    scheduled_at: Option<String>,
+    started_at: Option<String>,
+    ready_changed_at: Option<String>,
+    last_termination: Option<Value>,
+}
+
+enum Timer {
+    Schedule(String),
+    Start(String),
+    Ready(String, u64),
+    FinishDelete(String),
+}
+
+struct NodeSim {
+    name: String,
+    capacity: usize,
+    index: usize,
+    active: HashSet<String>,
+    reserved: usize,
+}
+
+impl NodeSim {
+    fn free(&self) -> usize {
+        self.capacity
+            .saturating_sub(self.active.len() + self.reserved)
+    }
+}
+
+struct Sim {
+    client: kube::Client,
+    config: KubeletConfig,
+    shared: Arc<Shared>,
+    nodes: BTreeMap<String, NodeSim>,
+    pods: HashMap<String, PodSim>,
+    by_key: HashMap<(String, String), String>,
+    waiting: VecDeque<String>,
+    relist_seen: Option<HashSet<String>>,
+    timers_tx: mpsc::UnboundedSender<Timer>,
+    timers_rx: mpsc::UnboundedReceiver<Timer>,
+    next_ip: u32,
+}
+
+fn now() -> String {
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+impl Sim {
+    fn new(client: kube::Client, config: KubeletConfig, shared: Arc<Shared>) -> Sim {
+        let nodes = config
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                (
+                    n.name.clone(),
+                    NodeSim {
+                        name: n.name.clone(),
+                        capacity: n.capacity,
+                        index: i + 1,
+                        active: HashSet::new(),
+                        reserved: 0,
+                    },
+                )
+            })
+            .collect();
+        let (timers_tx, timers_rx) = mpsc::unbounded_channel();
+        Sim {
+            client,
+            config,
+            shared,
+            nodes,
+            pods: HashMap::new(),
+            by_key: HashMap::new(),
+            waiting: VecDeque::new(),
+            relist_seen: None,
+            timers_tx,
+            timers_rx,
+            next_ip: 0,
+        }
+    }
+
+    async fn run(mut self, mut commands: mpsc::UnboundedReceiver<Command>) {
+        let api: Api<Pod> = Api::all(self.client.clone());
+        let mut events = watcher(api, watcher::Config::default())
+            .default_backoff()
+            .boxed();
+        loop {
+            tokio::select! {
+                ev = events.next() => match ev {
+                    Some(Ok(ev)) => self.on_watch_event(ev).await,
+                    Some(Err(e)) => tracing::debug!(error = %e, "kubelet: pod watch error"),
+                    None => break,
+                },
+                Some(t) = self.timers_rx.recv() => self.on_timer(t).await,
+                Some(cmd) = commands.recv() => self.on_command(cmd).await,
+            }
+        }
+    }
+
+    fn after(&self, delay: Duration, timer: Timer) {
+        let tx = self.timers_tx.clone();
+        if delay.is_zero() {
+            let _ = tx.send(timer);
+            return;
+        }
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            let _ = tx.send(timer);
+        });
+    }
+
+    async fn on_watch_event(&mut self, ev: watcher::Event<Pod>) {
+        match ev {
+            watcher::Event::Init => self.relist_seen = Some(HashSet::new()),
+            watcher::Event::InitApply(pod) => {
+                if let (Some(seen), Some(uid)) = (&mut self.relist_seen, &pod.metadata.uid) {
+                    seen.insert(uid.clone());
+                }
+                self.observe(pod).await;
+            }
+            watcher::Event::InitDone => {
+                if let Some(seen) = self.relist_seen.take() {
+                    let gone: Vec<String> = self
+                        .pods
+                        .keys()
+                        .filter(|uid| !seen.contains(*uid))
+                        .cloned()
+                        .collect();
+                    for uid in gone {
+                        self.forget(&uid).await;
+                    }
+                }
+            }
+            watcher::Event::Apply(pod) => self.observe(pod).await,
+            watcher::Event::Delete(pod) => {
+                if let Some(uid) = pod.metadata.uid {
+                    self.forget(&uid).await;
+                }
+            }
+        }
+    }
+
+    /// Bring the simulation up to date with one observed pod.
+    async fn observe(&mut self, pod: Pod) {
+        let (Some(uid), Some(name)) = (pod.metadata.uid.clone(), pod.metadata.name.clone()) else {
+            return;
+        };
+        let namespace = pod.metadata.namespace.clone().unwrap_or_default();
+        let spec = pod.spec.clone().unwrap_or_default();
+        let phase = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.phase.clone())
+            .unwrap_or_default();
+        let terminal = phase == "Failed" || phase == "Succeeded";
+        let deleting = pod.metadata.deletion_timestamp.is_some();
+        let is_new = !self.pods.contains_key(&uid);
+        if is_new {
+            self.by_key
+                .insert((namespace.clone(), name.clone()), uid.clone());
+            self.pods.insert(
+                uid.clone(),
+                PodSim {
+                    namespace,
+                    name,
+                    node: None,
+                    stage: Stage::Unbound,
+                    containers: Vec::new(),
+                    scheduling: false,
+                    reserved: None,
+                    deleting: false,
+                    restart_count: 0,
+                    forced_not_ready: false,
+                    ready: false,
+                    epoch: 0,
+                    pod_ip: None,
+                    host_ip: None,
+                    start_time: None,
+                    scheduled_at: None,
+                    started_at: None,
+                    ready_changed_at: None,
+                    last_termination: None,
+                },
+            );
+        }
+        let Some(p) = self.pods.get_mut(&uid) else {
+            return;
+        };
+        p.containers = spec
+            .containers
+            .iter()
+            .map(|c| (c.name.clone(), c.image.clone().unwrap_or_default()))
+            .collect();
+
+        if terminal && p.stage != Stage::Done {
+            // Finished or failed by someone else: frees its slot.
+            p.stage = Stage::Done;
+            self.release_slot(&uid).await;
+        }
+        let Some(p) = self.pods.get_mut(&uid) else {
+            return;
+        };
+
+        if p.stage == Stage::Unbound
+            && let Some(node) = spec.node_name.clone()
+        {
+            p.node = Some(node.clone());
+            if let Some(reserved) = p.reserved.take()
+                && let Some(n) = self.nodes.get_mut(&reserved)
+            {
+                n.reserved = n.reserved.saturating_sub(1);
+            }
+            self.waiting.retain(|w| w != &uid);
+            if !self.nodes.contains_key(&node) {
+                if let Some(p) = self.pods.get_mut(&uid) {
+                    p.stage = Stage::Foreign;
+                }
+            } else if is_new && phase == "Running" {
+                // Already running before we started watching: adopt it.
+                if let Some(p) = self.pods.get_mut(&uid) {
+                    p.stage = Stage::Running;
+                    p.ready = true;
+                }
+                if let Some(n) = self.nodes.get_mut(&node) {
+                    n.active.insert(uid.clone());
+                }
+            } else if !terminal && !deleting {
+                self.admit(&uid).await;
+            }
+        }
+
+        let Some(p) = self.pods.get_mut(&uid) else {
+            return;
+        };
+        if deleting && !p.deleting {
+            p.deleting = true;
+            self.waiting.retain(|w| w != &uid);
+            let ours = match &p.node {
+                None => true,
+                Some(n) => self.nodes.contains_key(n),
+            };
+            if ours {
+                self.after(self.config.deletion_delay, Timer::FinishDelete(uid.clone()));
+            }
+        } else if p.stage == Stage::Unbound && !p.scheduling && !terminal && !deleting {
+            p.scheduling = true;
+            self.after(self.config.schedule_delay, Timer::Schedule(uid.clone()));
+        }
+    }
+
+    /// The pod is gone from the API server.
+    async fn forget(&mut self, uid: &str) {
+        self.release_slot(uid).await;
+        if let Some(p) = self.pods.remove(uid) {
+            if let Some(reserved) = &p.reserved
+                && let Some(n) = self.nodes.get_mut(reserved)
+            {
+                n.reserved = n.reserved.saturating_sub(1);
+            }
+            let key = (p.namespace, p.name);
+            if self.by_key.get(&key).is_some_and(|u| u == uid) {
+                self.by_key.remove(&key);
+            }
+        }
+        self.waiting.retain(|w| w != uid);
+        self.retry_waiting().await;
+    }
+
+    /// Free the node slot of a pod, and give it to a waiting pod.
+    async fn release_slot(&mut self, uid: &str) {
+        let mut freed = false;
+        for n in self.nodes.values_mut() {
+            freed |= n.active.remove(uid);
+        }
+        if freed {
+            self.retry_waiting().await;
+        }
+    }
+
+    async fn retry_waiting(&mut self) {
+        while !self.waiting.is_empty() && self.nodes.values().any(|n| n.free() > 0) {
+            let Some(uid) = self.waiting.pop_front() else {
+                break;
+            };
+            self.schedule(&uid).await;
+        }
+    }
+
+    async fn on_timer(&mut self, t: Timer) {
+        match t {
+            Timer::Schedule(uid) => self.schedule(&uid).await,
+            Timer::Start(uid) => self.start(&uid).await,
+            Timer::Ready(uid, epoch) => self.become_ready(&uid, epoch).await,
+            Timer::FinishDelete(uid) => self.finish_delete(&uid).await,
+        }
+    }
+
+    /// Bind an unbound pod to the node with the most free slots.
+    async fn schedule(&mut self, uid: &str) {
+        let Some(p) = self.pods.get(uid) else { return };
+        if p.stage != Stage::Unbound || p.deleting || p.reserved.is_some() {
+            return;
+        }
+        let (namespace, name) = (p.namespace.clone(), p.name.clone());
+        // Most free slots first; ties go to the first node in name order.
+        let best = self
+            .nodes
+            .values()
+            .filter(|n| n.free() > 0)
+            .max_by_key(|n| (n.free(), std::cmp::Reverse(n.name.clone())))
+            .map(|n| n.name.clone());
+        let Some(node) = best else {
+            if !self.waiting.iter().any(|w| w == uid) {
+                tracing::debug!(%namespace, %name, "kubelet: no free node, pod stays Pending");
+                self.waiting.push_back(uid.to_owned());
+            }
+            return;
+        };
+        if let Some(n) = self.nodes.get_mut(&node) {
+            n.reserved += 1;
+        }
+        if let Some(p) = self.pods.get_mut(uid) {
+            p.reserved = Some(node.clone());
+        }
+        let binding = json!({
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": name, "namespace": namespace},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        });
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), &namespace);
+        match api
+            .create_subresource::<_, Value>("binding", &name, &PostParams::default(), &binding)
+            .await
+        {
+            Ok(_) => {
+                self.shared.bound.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(%namespace, %name, %node, "kubelet: bound pod");
+            }
+            Err(e) => {
+                tracing::debug!(%namespace, %name, error = %e, "kubelet: binding failed");
+                if let Some(n) = self.nodes.get_mut(&node) {
+                    n.reserved = n.reserved.saturating_sub(1);
+                }
+                let retry = !matches!(&e, kube::Error::Api(s) if s.code == 404 || s.code == 409);
+                if let Some(p) = self.pods.get_mut(uid) {
+                    p.reserved = None;
+                    if retry {
+                        self.after(self.config.schedule_delay, Timer::Schedule(uid.to_owned()));
+                    }
+                }
+            }
+        }
+    }
+
+    /// A pod arrived on a simulated node: admit or reject it.
+    async fn admit(&mut self, uid: &str) {
+        let Some(p) = self.pods.get(uid) else { return };
+        let Some(node) = p.node.clone().and_then(|n| self.nodes.get(&n)) else {
+            return;
+        };
+        let (used, capacity) = (node.active.len(), node.capacity);
+        let cue = self.shared.reject_reason.lock().clone();
+        let rejection = match cue {
+            Some(reason) if reason == "OutOfpods" => Some((reason, capacity, capacity)),
+            Some(reason) => Some((reason, used, capacity)),
+            None if used >= capacity => Some(("OutOfpods".to_owned(), used, capacity)),
+            None => None,
+        };
+        if let Some((reason, used, capacity)) = rejection {
+            let message = if reason == "OutOfpods" {
+                format!(
+                    "Pod Node didn't have enough resource: pods, requested: 1, used: {used}, capacity: {capacity}"
+                )
+            } else {
+                format!("Pod was rejected by the simulated kubelet: {reason}")
+            };
+            self.reject(uid, &reason, &message).await;
+            return;
+        }
+        let node_name = node.name.clone();
+        let node_index = node.index;
+        if let Some(n) = self.nodes.get_mut(&node_name) {
+            n.active.insert(uid.to_owned());
+        }
+        self.next_ip += 1;
+        let ip_suffix = self.next_ip;
+        let Some(p) = self.pods.get_mut(uid) else {
+            return;
+        };
+        p.stage = Stage::Admitted;
+        p.host_ip = Some(format!("10.0.0.{node_index}"));
+        p.pod_ip = Some(format!(
+            "10.244.{}.{}",
+            node_index,
+            ip_suffix % 250 + 2 // avoid .0/.1 and the broadcast-looking .255
+        ));
+        let t = now();
+        p.start_time = Some(t.clone());
+        p.scheduled_at = Some(t);
+        self.shared.admitted.fetch_add(1, Ordering::Relaxed);
+        self.write_status(uid).await;
+        self.after(self.config.start_delay, Timer::Start(uid.to_owned()));
+    }
+
+    async fn reject(&mut self, uid: &str, reason: &str, message: &str) {
+        let Some(p) = self.pods.get_mut(uid) else {
+            return;
+        };
+        p.stage = Stage::Done;
+        let (namespace, name, node) = (p.namespace.clone(), p.name.clone(), p.node.clone());
+        self.shared.rejected.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(%namespace, %name, %reason, "kubelet: rejected pod");
+        let patch = json!({"status": {"phase": "Failed", "reason": reason, "message": message}});
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), &namespace);
+        if let Err(e) = api
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            tracing::debug!(%namespace, %name, error = %e, "kubelet: writing rejection failed");
+        }
+        // The real kubelet also records a Warning event on the pod.
+        let t = now();
+        let event = json!({
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": format!("{name}."), "namespace": namespace},
+            "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": name, "namespace": namespace, "uid": uid},
+            "reason": reason,
+            "message": message,
+            "type": "Warning",
+            "source": {"component": "kubelet", "host": node},
+            "firstTimestamp": t,
+            "lastTimestamp": t,
+            "count": 1,
+        });
+        if let Ok(event) = serde_json::from_value::<CoreEvent>(event) {
+            let events: Api<CoreEvent> = Api::namespaced(self.client.clone(), &namespace);
+            if let Err(e) = events.create(&PostParams::default(), &event).await {
+                tracing::debug!(%namespace, %name, error = %e, "kubelet: event not recorded");
+            }
+        }
+    }
+
+    async fn start(&mut self, uid: &str) {
+        let Some(p) = self.pods.get_mut(uid) else {
+            return;
+        };
+        if p.stage != Stage::Admitted || p.deleting {
+            return;
+        }
+        p.stage = Stage::Running;
+        p.started_at = Some(now());
+        let epoch = p.epoch;
+        self.shared.started.fetch_add(1, Ordering::Relaxed);
+        self.write_status(uid).await;
+        self.after(self.config.ready_delay, Timer::Ready(uid.to_owned(), epoch));
+    }
+
+    async fn become_ready(&mut self, uid: &str, epoch: u64) {
+        let Some(p) = self.pods.get_mut(uid) else {
+            return;
+        };
+        if p.stage != Stage::Running
+            || p.deleting
+            || p.epoch != epoch
+            || p.forced_not_ready
+            || p.ready
+        {
+            return;
+        }
+        p.ready = true;
+        p.ready_changed_at = Some(now());
+        self.write_status(uid).await;
+    }
+
+    async fn finish_delete(&mut self, uid: &str) {
+        let Some(p) = self.pods.get(uid) else {
+            return;
+        };
+        let (namespace, name) = (p.namespace.clone(), p.name.clone());
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), &namespace);
+        let params = DeleteParams {
+            grace_period_seconds: Some(0),
+            preconditions: Some(Preconditions {
+                uid: Some(uid.to_owned()),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
+        match api.delete(&name, &params).await {
+            Ok(_) => {
+                self.shared
+                    .deletions_finished
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+            Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
+            Err(e) => {
+                tracing::debug!(%namespace, %name, error = %e, "kubelet: finishing deletion failed, retrying");
+                self.after(
+                    self.config.deletion_delay.max(Duration::from_millis(100)),
+                    Timer::FinishDelete(uid.to_owned()),
+                );
+            }
+        }
+    }
+
+    async fn on_command(&mut self, cmd: Command) {
+        match cmd {
+            Command::Crash {
+                namespace,
+                name,
+                reply,
+            } => {
+                let r = self.crash(&namespace, &name).await;
+                let _ = reply.send(r);
+            }
+            Command::SetReady {
+                namespace,
+                name,
+                ready,
+                reply,
+            } => {
+                let r = self.set_ready(&namespace, &name, ready).await;
+                let _ = reply.send(r);
+            }
+        }
+    }
+
+    fn running_pod(&mut self, namespace: &str, name: &str) -> Result<String, KubeletError> {
+        let uid = self
+            .by_key
+            .get(&(namespace.to_owned(), name.to_owned()))
+            .cloned()
+            .filter(|uid| {
+                self.pods
+                    .get(uid)
+                    .is_some_and(|p| !matches!(p.stage, Stage::Foreign | Stage::Unbound))
+            })
+            .ok_or_else(|| KubeletError::PodNotFound {
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+            })?;
+        match self.pods.get(&uid) {
+            Some(p) if p.stage == Stage::Running && !p.deleting => Ok(uid),
+            _ => Err(KubeletError::NotRunning {
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+            }),
+        }
+    }
+
+    async fn crash(&mut self, namespace: &str, name: &str) -> Result<(), KubeletError> {
+        let uid = self.running_pod(namespace, name)?;
+        let Some(p) = self.pods.get_mut(&uid) else {
+            return Err(KubeletError::Stopped);
+        };
+        let t = now();
+        p.last_termination = Some(json!({"terminated": {
+            "exitCode": 1,
+            "reason": "Error",
+            "startedAt": p.started_at,
+            "finishedAt": t,
+        }}));
+        p.restart_count += 1;
+        p.epoch += 1;
+        p.started_at = Some(t.clone());
+        if p.ready {
+            p.ready = false;
+            p.ready_changed_at = Some(t);
+        }
+        let epoch = p.epoch;
+        self.shared.crashes.fetch_add(1, Ordering::Relaxed);
+        self.write_status_checked(&uid).await?;
+        self.after(self.config.ready_delay, Timer::Ready(uid, epoch));
+        Ok(())
+    }
+
+    async fn set_ready(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        ready: bool,
+    ) -> Result<(), KubeletError> {
+        let uid = self.running_pod(namespace, name)?;
+        let Some(p) = self.pods.get_mut(&uid) else {
+            return Err(KubeletError::Stopped);
+        };
+        p.forced_not_ready = !ready;
+        if p.ready != ready {
+            p.ready = ready;
+            p.ready_changed_at = Some(now());
+        }
+        self.write_status_checked(&uid).await
+    }
+
+    async fn write_status(&mut self, uid: &str) {
+        if let Err(e) = self.write_status_checked(uid).await {
+            tracing::debug!(error = %e, "kubelet: status update failed");
+        }
+    }
+
+    async fn write_status_checked(&mut self, uid: &str) -> Result<(), KubeletError> {
+        let Some(p) = self.pods.get(uid) else {
+            return Ok(());
+        };
+        let patch = json!({ "status": status_of(p) });
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), &p.namespace);
+        api.patch_status(&p.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map(|_| ())
+            .map_err(|source| KubeletError::Api {
+                namespace: p.namespace.clone(),
+                name: p.name.clone(),
+                source,
+            })
+    }
+}
+
+fn condition(
+    kind: &str,
+    status: bool,
+    at: &Option<String>,
+    reason: Option<&str>,
+    message: Option<String>,
+) -> Value {
+    let mut c = json!({
+        "type": kind,
+        "status": if status { "True" } else { "False" },
+        "lastProbeTime": null,
+        "lastTransitionTime": at,
+    });
+    if let Some(r) = reason {
+        c["reason"] = r.into();
+    }
+    if let Some(m) = message {
+        c["message"] = m.into();
+    }
+    c
+}
+
+/// The pod status the simulated kubelet reports for a pod.
+fn status_of(p: &PodSim) -> Value {
+    let running = p.stage == Stage::Running;
+    let names: Vec<&str> = p.containers.iter().map(|(n, _)| n.as_str()).collect();
+    let not_ready_msg = format!("containers with unready status: [{}]", names.join(" "));
+    let (ready_reason, ready_msg) = if p.ready {
+        (None, None)
+    } else {
+        (Some("ContainersNotReady"), Some(not_ready_msg))
+    };
+    let ready_at = p
+        .ready_changed_at
+        .as_ref()
+        .or(p.scheduled_at.as_ref())
+        .cloned();
+    let conditions = vec![
+        condition("PodScheduled", true, &p.scheduled_at, None, None),
+        condition("Initialized", true, &p.scheduled_at, None, None),
+        condition(
+            "ContainersReady",
+            p.ready,
+            &ready_at,
+            ready_reason,
+            ready_msg.clone(),
+        ),
+        condition("Ready", p.ready, &ready_at, ready_reason, ready_msg),
+    ];
+    let containers: Vec<Value> = p
+        .containers
+        .iter()
+        .enumerate()
+        .map(|(i, (name, image))| {
+            let state = if running {
+                json!({"running": {"startedAt": p.started_at}})
+            } else {
+                json!({"waiting": {"reason": "ContainerCreating"}})
+            };
+            let mut c = json!({
+                "name": name,
+                "image": image,
+                "imageID": format!("sim://{image}"),
+                "ready": p.ready,
+                "started": running,
+                "restartCount": p.restart_count,
+                "state": state,
+                "lastState": p.last_termination.clone().unwrap_or_else(|| json!({})),
+            });
+            if running {
+                c["containerID"] = format!("sim://{}-{}-{}", p.name, i, p.restart_count).into();
+            }
+            c
+        })
+        .collect();
+    let mut status = json!({
+        "phase": if running { "Running" } else { "Pending" },
+        "conditions": conditions,
+        "containerStatuses": containers,
+        "hostIP": p.host_ip,
+        "startTime": p.start_time,
+        "qosClass": "BestEffort",
+    });
+    if let Some(h) = &p.host_ip {
+        status["hostIPs"] = json!([{ "ip": h }]);
+    }
+    if running && let Some(ip) = &p.pod_ip {
+        status["podIP"] = ip.clone().into();
+        status["podIPs"] = json!([{ "ip": ip }]);
+    }
+    status
 }
