@@ -1,12 +1,26 @@
+use kube::core::Status;
 use thiserror::Error;
 
+/// The `StatusCause` type the API server attaches to a create refused because
+/// the namespace is being deleted.
+pub(crate) const NAMESPACE_TERMINATING_CAUSE: &str = "NamespaceTerminating";
+
 /// Why a [`PodControl`](crate::PodControl) call failed.
+///
+/// The helper methods ([`is_not_found`](Self::is_not_found),
+/// [`status_code`](Self::status_code), …) classify the error without making
+/// callers match on `kube::Error` themselves; they return `false`/`None` for
+/// errors that did not come from an API response.
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum PodControlError {
-    /// The pod template or owner reference cannot produce a valid pod.
+    /// The pod template or owner reference cannot produce a valid pod. No API
+    /// request was made.
     #[error("invalid pod template: {0}")]
     InvalidTemplate(String),
+    /// A patch could not be applied or produced something that is not a pod.
+    #[error("invalid pod patch: {0}")]
+    InvalidPatch(String),
     /// The namespace is being deleted, so the API server refuses new pods in
     /// it. Controllers usually treat this as expected rather than as a failure.
     #[error("namespace {namespace} is terminating")]
@@ -17,4 +31,159 @@ pub enum PodControlError {
     /// The API server (or the transport to it) returned an error.
     #[error("API request failed: {0}")]
     Api(#[from] kube::Error),
+}
+
+impl PodControlError {
+    /// Builds an [`Api`](Self::Api) error carrying a `Status` with the given
+    /// HTTP `code`, machine-readable `reason` (e.g. `"NotFound"`,
+    /// `"Conflict"`) and human-readable `message`, as the API server would
+    /// return it.
+    ///
+    /// Mostly useful for failure injection in tests, e.g. with
+    /// [`FakePodControl::fail_next`](crate::FakePodControl::fail_next).
+    pub fn api_status(code: u16, reason: &str, message: &str) -> Self {
+        Self::Api(kube::Error::Api(
+            Status::failure(message, reason).with_code(code).boxed(),
+        ))
+    }
+
+    /// The API `Status` behind this error, if it came from an API response.
+    pub fn status(&self) -> Option<&Status> {
+        match self {
+            Self::Api(kube::Error::Api(status)) => Some(status),
+            _ => None,
+        }
+    }
+
+    /// The HTTP status code of the API response, if there was one.
+    ///
+    /// [`NamespaceTerminating`](Self::NamespaceTerminating) reports `403`, the
+    /// code the API server answered with.
+    pub fn status_code(&self) -> Option<u16> {
+        match self {
+            Self::NamespaceTerminating { .. } => Some(403),
+            _ => self.status().map(|s| s.code).filter(|c| *c != 0),
+        }
+    }
+
+    /// Whether the object did not exist (HTTP 404 / reason `NotFound`).
+    pub fn is_not_found(&self) -> bool {
+        self.status().is_some_and(Status::is_not_found)
+    }
+
+    /// Whether the request conflicted with the stored object (HTTP 409 /
+    /// reason `Conflict`), e.g. a stale resourceVersion or a failed UID
+    /// precondition.
+    pub fn is_conflict(&self) -> bool {
+        self.status().is_some_and(Status::is_conflict)
+    }
+
+    /// Whether an object with that name already exists (reason
+    /// `AlreadyExists`).
+    pub fn is_already_exists(&self) -> bool {
+        self.status().is_some_and(Status::is_already_exists)
+    }
+
+    /// Whether the API server refused the request (HTTP 403 / reason
+    /// `Forbidden`). Also true for [`NamespaceTerminating`](Self::NamespaceTerminating).
+    pub fn is_forbidden(&self) -> bool {
+        matches!(self, Self::NamespaceTerminating { .. })
+            || self.status().is_some_and(Status::is_forbidden)
+    }
+
+    /// Whether the request was rejected as invalid: an API validation error
+    /// (HTTP 422 / reason `Invalid`) or a template/patch this crate refused
+    /// before sending anything.
+    pub fn is_invalid(&self) -> bool {
+        matches!(self, Self::InvalidTemplate(_) | Self::InvalidPatch(_))
+            || self.status().is_some_and(Status::is_invalid)
+    }
+
+    /// Whether the create was refused because the namespace is being deleted.
+    ///
+    /// True for [`NamespaceTerminating`](Self::NamespaceTerminating) and for a
+    /// raw API error that [`is_namespace_terminating_status`] recognises.
+    pub fn is_namespace_terminating(&self) -> bool {
+        matches!(self, Self::NamespaceTerminating { .. })
+            || self.status().is_some_and(is_namespace_terminating_status)
+    }
+}
+
+/// Recognises the API server's refusal to create an object in a namespace
+/// that is being deleted.
+///
+/// The namespace lifecycle admission plugin answers `403 Forbidden` and adds a
+/// `StatusCause` of type `NamespaceTerminating` (the check upstream uses).
+/// Older servers and some proxies drop the details, so a `Forbidden` status
+/// whose message says the namespace "is being terminated" counts too.
+pub fn is_namespace_terminating_status(status: &Status) -> bool {
+    let has_cause = status.details.as_ref().is_some_and(|d| {
+        d.causes
+            .iter()
+            .any(|c| c.reason == NAMESPACE_TERMINATING_CAUSE)
+    });
+    has_cause
+        || (status.is_forbidden() && status.message.contains("because it is being terminated"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::core::response::{StatusCause, StatusDetails};
+
+    #[test]
+    fn classifies_api_statuses() {
+        let nf = PodControlError::api_status(404, "NotFound", "pods \"a\" not found");
+        assert!(nf.is_not_found());
+        assert!(!nf.is_conflict());
+        assert_eq!(nf.status_code(), Some(404));
+
+        let conflict = PodControlError::api_status(409, "Conflict", "stale");
+        assert!(conflict.is_conflict());
+        assert!(!conflict.is_not_found());
+
+        let invalid = PodControlError::api_status(422, "Invalid", "bad");
+        assert!(invalid.is_invalid());
+
+        let template = PodControlError::InvalidTemplate("x".into());
+        assert!(template.is_invalid());
+        assert_eq!(template.status_code(), None);
+        assert!(template.status().is_none());
+    }
+
+    #[test]
+    fn recognises_namespace_terminating_by_cause_or_message() {
+        let by_cause = Status::failure("refused", "Forbidden")
+            .with_code(403)
+            .with_details(StatusDetails {
+                name: String::new(),
+                group: String::new(),
+                kind: "pods".into(),
+                uid: String::new(),
+                causes: vec![StatusCause {
+                    reason: "NamespaceTerminating".into(),
+                    message: String::new(),
+                    field: String::new(),
+                }],
+                retry_after_seconds: 0,
+            });
+        assert!(is_namespace_terminating_status(&by_cause));
+
+        let by_message = Status::failure(
+            "pods \"x\" is forbidden: unable to create new content in namespace ns because it is being terminated",
+            "Forbidden",
+        )
+        .with_code(403);
+        assert!(is_namespace_terminating_status(&by_message));
+
+        let other_forbidden = Status::failure("quota exceeded", "Forbidden").with_code(403);
+        assert!(!is_namespace_terminating_status(&other_forbidden));
+
+        let e = PodControlError::NamespaceTerminating {
+            namespace: "ns".into(),
+        };
+        assert!(e.is_namespace_terminating());
+        assert!(e.is_forbidden());
+        assert_eq!(e.status_code(), Some(403));
+    }
 }

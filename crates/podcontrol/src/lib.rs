@@ -5,6 +5,13 @@
 
 mod control;
 mod error;
+mod fake;
+mod template;
 
 pub use control::PodControl;
-pub use error::PodControlError;
+pub use error::{PodControlError, is_namespace_terminating_status};
+pub use fake::{FakePodControl, Operation, RecordedCreate, RecordedDelete, RecordedPatch};
+pub use template::{
+    MAX_GENERATED_NAME_PREFIX_LEN, generate_name_prefix, pod_from_template, validate_controller_ref,
+};
+pub mod pod;
