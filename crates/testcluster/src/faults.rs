@@ -722,3 +722,316 @@ pub fn error_response(kind: &ErrorKind, req: &RequestInfo<'_>) -> http::Response
         .body(axum::body::Body::from(bytes))
         .unwrap_or_else(|_| http::Response::new(axum::body::Body::empty()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req<'a>(verb: &'a str, resource: &'a str) -> RequestInfo<'a> {
+        RequestInfo {
+            verb,
+            resource,
+            subresource: None,
+            namespace: Some("default"),
+            name: None,
+            internal: false,
+        }
+    }
+
+    fn errors_for(inj: &FaultInjector, n: usize) -> Vec<Option<ErrorKind>> {
+        (0..n)
+            .map(|_| inj.decide(&req("get", "pods")).error)
+            .collect()
+    }
+
+    #[test]
+    fn no_config_injects_nothing() {
+        let inj = FaultInjector::new(FaultConfig::default(), 1);
+        for _ in 0..100 {
+            assert_eq!(inj.decide(&req("create", "pods")), Decision::default());
+        }
+        assert!(inj.log().is_empty());
+    }
+
+    #[test]
+    fn rate_one_always_fails_and_rate_zero_never() {
+        let cfg = FaultConfig::default()
+            .with_error(ErrorRule::verb("create", 1.0, ErrorKind::Conflict))
+            .with_error(ErrorRule::verb("get", 0.0, ErrorKind::InternalError));
+        let inj = FaultInjector::new(cfg, 7);
+        for _ in 0..50 {
+            assert_eq!(
+                inj.decide(&req("create", "pods")).error,
+                Some(ErrorKind::Conflict)
+            );
+            assert_eq!(inj.decide(&req("get", "pods")).error, None);
+        }
+        let log = inj.log();
+        assert_eq!(log.len(), 50);
+        assert!(log.iter().enumerate().all(|(i, f)| f.seq == i as u64
+            && f.verb == "create"
+            && f.kind == FaultKind::Error(ErrorKind::Conflict)));
+        // Requests are numbered in arrival order, faulted or not.
+        assert_eq!(log[1].request, 2);
+    }
+
+    #[test]
+    fn same_seed_same_faults_different_seed_different_faults() {
+        let cfg = FaultConfig::default().with_error(ErrorRule::any(0.5, ErrorKind::InternalError));
+        let a = errors_for(&FaultInjector::new(cfg.clone(), 42), 64);
+        let b = errors_for(&FaultInjector::new(cfg.clone(), 42), 64);
+        let c = errors_for(&FaultInjector::new(cfg, 43), 64);
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+    }
+
+    #[test]
+    fn internal_requests_are_never_faulted_and_draw_nothing() {
+        let cfg = FaultConfig::default()
+            .with_error(ErrorRule::any(0.5, ErrorKind::InternalError))
+            .with_latency(Latency::Fixed(Duration::from_millis(5)));
+        let plain = FaultInjector::new(cfg.clone(), 9);
+        let mixed = FaultInjector::new(cfg, 9);
+        let internal = RequestInfo {
+            internal: true,
+            ..req("get", "pods")
+        };
+        let mut a = Vec::new();
+        let mut b = Vec::new();
+        for _ in 0..32 {
+            a.push(plain.decide(&req("get", "pods")));
+            assert_eq!(mixed.decide(&internal), Decision::default());
+            b.push(mixed.decide(&req("get", "pods")));
+        }
+        assert_eq!(a, b);
+        assert!(mixed.log().iter().all(|f| f.request < 32));
+        assert!(!mixed.take_forced_gone(&internal));
+    }
+
+    #[test]
+    fn rate_is_respected_statistically() {
+        let cfg = FaultConfig::default().with_error(ErrorRule::any(0.3, ErrorKind::Timeout));
+        let inj = FaultInjector::new(cfg, 1234);
+        let failed = errors_for(&inj, 10_000).iter().flatten().count();
+        // Fixed seed, so this is deterministic; the band is wide anyway.
+        assert!((2_700..3_300).contains(&failed), "{failed}");
+    }
+
+    #[test]
+    fn rules_match_verb_resource_and_subresource() {
+        let cfg = FaultConfig::default().with_error(
+            ErrorRule::verb("patch", 1.0, ErrorKind::InternalError).for_resource("pods/status"),
+        );
+        let inj = FaultInjector::new(cfg, 0);
+        assert_eq!(inj.decide(&req("patch", "pods")).error, None);
+        let status = RequestInfo {
+            subresource: Some("status"),
+            ..req("patch", "pods")
+        };
+        assert!(inj.decide(&status).error.is_some());
+        let other = RequestInfo {
+            subresource: Some("status"),
+            ..req("patch", "replicasets")
+        };
+        assert_eq!(inj.decide(&other).error, None);
+
+        let cfg = FaultConfig::default()
+            .with_error(ErrorRule::any(1.0, ErrorKind::Conflict).for_resource("pods"));
+        let inj = FaultInjector::new(cfg, 0);
+        assert!(inj.decide(&status).error.is_some());
+        assert_eq!(inj.decide(&req("get", "leases")).error, None);
+    }
+
+    #[test]
+    fn first_firing_rule_wins() {
+        let cfg = FaultConfig::default()
+            .with_error(ErrorRule::any(1.0, ErrorKind::Timeout))
+            .with_error(ErrorRule::any(1.0, ErrorKind::Conflict));
+        let inj = FaultInjector::new(cfg, 0);
+        assert_eq!(
+            inj.decide(&req("get", "pods")).error,
+            Some(ErrorKind::Timeout)
+        );
+        assert_eq!(inj.log().len(), 1);
+    }
+
+    #[test]
+    fn uniform_latency_stays_in_range_and_is_logged() {
+        let (min, max) = (Duration::from_millis(10), Duration::from_millis(20));
+        let cfg = FaultConfig::default().with_latency(Latency::Uniform { min, max });
+        let inj = FaultInjector::new(cfg, 5);
+        let ds: Vec<Duration> = (0..200)
+            .map(|_| inj.decide(&req("list", "pods")).latency.unwrap())
+            .collect();
+        assert!(ds.iter().all(|d| (min..=max).contains(d)));
+        assert!(ds.iter().any(|d| *d != ds[0]), "range is actually used");
+        assert_eq!(inj.log().len(), 200);
+    }
+
+    #[test]
+    fn latency_can_be_limited_to_a_verb() {
+        let mut cfg = FaultConfig::default().with_latency(Latency::Fixed(Duration::from_secs(1)));
+        cfg.latency_verb = Some("list".into());
+        let inj = FaultInjector::new(cfg, 5);
+        assert_eq!(inj.decide(&req("get", "pods")).latency, None);
+        assert_eq!(
+            inj.decide(&req("list", "pods")).latency,
+            Some(Duration::from_secs(1))
+        );
+    }
+
+    #[test]
+    fn forced_gone_is_one_shot_and_per_resource() {
+        let inj = FaultInjector::new(FaultConfig::default(), 0);
+        assert!(!inj.take_forced_gone(&req("watch", "pods")));
+        inj.force_gone_next_watch(Some("replicasets"));
+        assert!(!inj.take_forced_gone(&req("watch", "pods")));
+        assert!(inj.take_forced_gone(&req("watch", "replicasets")));
+        assert!(!inj.take_forced_gone(&req("watch", "replicasets")));
+        inj.force_gone_next_watch(None);
+        assert!(inj.take_forced_gone(&req("watch", "leases")));
+        assert!(!inj.take_forced_gone(&req("watch", "leases")));
+        let kinds: Vec<FaultKind> = inj.log().into_iter().map(|f| f.kind).collect();
+        assert_eq!(kinds, vec![FaultKind::ForcedGone, FaultKind::ForcedGone]);
+        inj.force_gone_next_watch(None);
+        inj.clear();
+        assert!(!inj.take_forced_gone(&req("watch", "pods")));
+    }
+
+    #[test]
+    fn set_config_and_clear_change_decisions() {
+        let inj = FaultInjector::new(FaultConfig::default(), 0);
+        assert_eq!(inj.decide(&req("get", "pods")).error, None);
+        inj.set_config(FaultConfig::default().with_error(ErrorRule::any(1.0, ErrorKind::Conflict)));
+        assert!(inj.decide(&req("get", "pods")).error.is_some());
+        inj.clear();
+        assert_eq!(inj.decide(&req("get", "pods")).error, None);
+        assert_eq!(inj.log().len(), 1, "clear keeps the log");
+        inj.clear_log();
+        assert!(inj.log().is_empty());
+    }
+
+    #[tokio::test]
+    async fn error_responses_are_status_bodies() {
+        for (kind, code, reason) in [
+            (ErrorKind::InternalError, 500, "InternalError"),
+            (
+                ErrorKind::TooManyRequests {
+                    retry_after_secs: 3,
+                },
+                429,
+                "TooManyRequests",
+            ),
+            (ErrorKind::Conflict, 409, "Conflict"),
+            (ErrorKind::Timeout, 504, "Timeout"),
+        ] {
+            let r = RequestInfo {
+                name: Some("web-1"),
+                ..req("get", "pods")
+            };
+            let resp = error_response(&kind, &r);
+            assert_eq!(resp.status().as_u16(), code);
+            let retry_after = resp.headers().get(http::header::RETRY_AFTER).cloned();
+            assert_eq!(retry_after.is_some(), code == 429);
+            let body = axum::body::to_bytes(resp.into_body(), 1 << 20)
+                .await
+                .unwrap();
+            let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            assert_eq!(v["kind"], "Status");
+            assert_eq!(v["status"], "Failure");
+            assert_eq!(v["code"], code);
+            assert_eq!(v["reason"], reason);
+            assert_eq!(v["details"]["name"], "web-1");
+            if code == 429 {
+                assert_eq!(retry_after.unwrap(), "3");
+                assert_eq!(v["details"]["retryAfterSeconds"], 3);
+            }
+            assert_eq!(ErrorKind::from_code(code).map(|k| k.code()), Some(code));
+        }
+        assert_eq!(ErrorKind::from_code(418), None);
+    }
+
+    fn frame(kind: &str, n: usize) -> Bytes {
+        Bytes::from(format!(
+            "{{\"type\":\"{kind}\",\"object\":{{\"n\":{n}}}}}\n"
+        ))
+    }
+
+    #[tokio::test]
+    async fn watch_cut_after_events_ignores_bookmarks() {
+        let cfg = FaultConfig::default().with_watch_cut_after_events(2);
+        let inj = FaultInjector::new(cfg, 0);
+        let frames = vec![
+            frame("ADDED", 1),
+            frame("BOOKMARK", 2),
+            frame("MODIFIED", 3),
+            frame("MODIFIED", 4),
+        ];
+        // A stream that never ends by itself: the cut must end it.
+        let input = futures::stream::iter(frames.clone())
+            .chain(futures::stream::pending())
+            .boxed();
+        let out: Vec<Bytes> = inj.wrap_watch(&req("watch", "pods"), input).collect().await;
+        assert_eq!(out, frames[..3].to_vec());
+        let log = inj.log();
+        assert_eq!(log.len(), 1);
+        assert_eq!(log[0].kind, FaultKind::WatchCutAfterEvents(2));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn watch_cut_after_time() {
+        let cfg = FaultConfig::default().with_watch_cut_after(Duration::from_secs(5));
+        let inj = FaultInjector::new(cfg, 0);
+        let input = futures::stream::iter(vec![frame("ADDED", 1)])
+            .chain(futures::stream::pending())
+            .boxed();
+        let start = tokio::time::Instant::now();
+        let out: Vec<Bytes> = inj.wrap_watch(&req("watch", "pods"), input).collect().await;
+        assert_eq!(out.len(), 1);
+        assert_eq!(start.elapsed(), Duration::from_secs(5));
+        assert_eq!(
+            inj.log()[0].kind,
+            FaultKind::WatchCutAfter(Duration::from_secs(5))
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn watch_delay_delays_each_frame_once_and_keeps_order() {
+        let (min, max) = (Duration::from_millis(100), Duration::from_millis(900));
+        let cfg = FaultConfig::default().with_watch_delay(Latency::Uniform { min, max });
+        let inj = FaultInjector::new(cfg, 3);
+        let frames: Vec<Bytes> = (0..20).map(|i| frame("ADDED", i)).collect();
+        let start = tokio::time::Instant::now();
+        let mut out = inj.wrap_watch(
+            &req("watch", "pods"),
+            futures::stream::iter(frames.clone()).boxed(),
+        );
+        let first = out.next().await.unwrap();
+        assert!(start.elapsed() >= min);
+        let mut got = vec![first];
+        while let Some(f) = out.next().await {
+            got.push(f);
+        }
+        assert_eq!(got, frames, "order preserved");
+        // All frames arrived at once, so delays do not add up.
+        assert!(start.elapsed() <= max, "{:?}", start.elapsed());
+        assert!(matches!(inj.log()[0].kind, FaultKind::WatchDelayed(_)));
+    }
+
+    #[tokio::test]
+    async fn internal_watches_pass_through() {
+        let cfg = FaultConfig::default().with_watch_cut_after_events(1);
+        let inj = FaultInjector::new(cfg, 0);
+        let frames: Vec<Bytes> = (0..3).map(|i| frame("ADDED", i)).collect();
+        let internal = RequestInfo {
+            internal: true,
+            ..req("watch", "pods")
+        };
+        let out: Vec<Bytes> = inj
+            .wrap_watch(&internal, futures::stream::iter(frames.clone()).boxed())
+            .collect()
+            .await;
+        assert_eq!(out, frames);
+        assert!(inj.log().is_empty());
+    }
+}
