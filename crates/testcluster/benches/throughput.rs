@@ -1,0 +1,2 @@
+//! Throughput benchmark (placeholder, filled in later).
+fn main() {}

@@ -1,0 +1,82 @@
+//! Configuration of a [`TestCluster`](crate::TestCluster).
+
+use std::time::Duration;
+
+use crate::faults::FaultConfig;
+use crate::kubelet::KubeletConfig;
+
+/// How to start a [`TestCluster`](crate::TestCluster).
+///
+/// `Default` gives: any free port on 127.0.0.1, 10,000 events of watch
+/// history, seed 0, no kubelet simulation, no faults, a bookmark every
+/// second on watches that allow bookmarks.
+#[derive(Clone, Debug)]
+pub struct TestClusterConfig {
+    /// TCP port on 127.0.0.1; `None` picks any free port.
+    pub port: Option<u16>,
+    /// Number of change events kept for watches to resume from. A watch
+    /// from an older resourceVersion gets `410 Gone` (as an `ERROR` watch
+    /// event, like kube-apiserver), which makes reflectors relist.
+    pub watch_history: usize,
+    /// Seed for the fault injector's random decisions.
+    pub seed: u64,
+    /// The kubelet simulation to run; `None` runs none (pods stay Pending
+    /// and unscheduled unless a test binds them).
+    pub kubelet: Option<KubeletConfig>,
+    /// Faults to inject into requests from [`client`](crate::TestCluster::client)
+    /// and other external clients.
+    pub faults: FaultConfig,
+    /// How often an idle watch that allows bookmarks gets a BOOKMARK event.
+    pub bookmark_interval: Duration,
+}
+
+impl Default for TestClusterConfig {
+    fn default() -> Self {
+        TestClusterConfig {
+            port: None,
+            watch_history: 10_000,
+            seed: 0,
+            kubelet: None,
+            faults: FaultConfig::default(),
+            bookmark_interval: Duration::from_secs(1),
+        }
+    }
+}
+
+impl TestClusterConfig {
+    /// Listen on this port instead of any free one.
+    pub fn with_port(mut self, port: u16) -> Self {
+        self.port = Some(port);
+        self
+    }
+
+    /// Keep `events` change events for watch resumption (at least 1).
+    pub fn with_watch_history(mut self, events: usize) -> Self {
+        self.watch_history = events;
+        self
+    }
+
+    /// Seed the fault injector.
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// Run the kubelet simulation with this configuration.
+    pub fn with_kubelet(mut self, kubelet: KubeletConfig) -> Self {
+        self.kubelet = Some(kubelet);
+        self
+    }
+
+    /// Inject these faults.
+    pub fn with_faults(mut self, faults: FaultConfig) -> Self {
+        self.faults = faults;
+        self
+    }
+
+    /// Send bookmarks on idle watches at this interval.
+    pub fn with_bookmark_interval(mut self, interval: Duration) -> Self {
+        self.bookmark_interval = interval;
+        self
+    }
+}

@@ -1,0 +1,163 @@
+//! Background garbage collection: dependents whose owners are all gone,
+//! foreground and orphan deletion, and namespace teardown.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::ops::{self, Api, DeleteOpts};
+use crate::resources::{NAMESPACES, RESOURCES};
+use crate::store::{Event, EventType, Key, owner_uids, uid_of};
+
+/// Follow the store's change history forever, reacting to each change.
+pub(crate) async fn run(api: Arc<Api>) {
+    let mut changes = api.store.subscribe();
+    let mut cursor = api.store.current_rv();
+    full_scan(&api);
+    loop {
+        changes.borrow_and_update();
+        match api.store.events_after(cursor, 1024) {
+            Ok(events) if events.is_empty() => {
+                if changes.changed().await.is_err() {
+                    return;
+                }
+            }
+            Ok(events) => {
+                for event in events {
+                    cursor = event.rv;
+                    handle(&api, &event);
+                }
+                tokio::task::yield_now().await;
+            }
+            Err(_) => {
+                // We fell behind the kept history: look at everything.
+                cursor = api.store.current_rv();
+                full_scan(&api);
+            }
+        }
+    }
+}
+
+fn full_scan(api: &Api) {
+    for resource in 0..RESOURCES.len() {
+        let (items, _) = api.store.list(resource, None, None);
+        for item in items {
+            examine(api, resource, &item.value);
+        }
+    }
+}
+
+fn key_of(resource: usize, obj: &Value) -> Key {
+    let ns = obj.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("");
+    let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+    Api::key(resource, ns, name)
+}
+
+fn handle(api: &Api, event: &Event) {
+    let obj = &event.object.value;
+    if event.kind != EventType::Deleted {
+        examine(api, event.resource, obj);
+        return;
+    }
+    if let Some(uid) = uid_of(obj) {
+        for (resource, key) in api.store.dependents_of(uid) {
+            if let Some(dep) = api.store.get(resource, &key) {
+                examine(api, resource, &dep.value);
+            }
+        }
+    }
+    // A dependent went away: an owner in foreground deletion may be done.
+    for owner in owner_uids(obj) {
+        if let Some((resource, key)) = api.store.locate_uid(owner)
+            && let Some(o) = api.store.get(resource, &key)
+        {
+            examine(api, resource, &o.value);
+        }
+    }
+    if RESOURCES[event.resource].namespaced
+        && let Some(ns) = obj.pointer("/metadata/namespace").and_then(Value::as_str)
+        && let Some(n) = api.store.get(NAMESPACES, &(String::new(), ns.to_string()))
+    {
+        examine(api, NAMESPACES, &n.value);
+    }
+}
+
+fn has_finalizer(obj: &Value, name: &str) -> bool {
+    obj.pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|l| l.iter().any(|f| f.as_str() == Some(name)))
+}
+
+/// Bring one object in line with its owners and its own deletion state.
+fn examine(api: &Api, resource: usize, obj: &Value) {
+    let key = key_of(resource, obj);
+    let terminating = obj.pointer("/metadata/deletionTimestamp").is_some();
+    if resource == NAMESPACES {
+        if terminating {
+            finish_namespace(api, &key.1);
+        }
+        return;
+    }
+    if let Some(refs) = obj.pointer("/metadata/ownerReferences").and_then(Value::as_array)
+        && !refs.is_empty()
+        && !terminating
+    {
+        let all_gone = refs.iter().all(|r| {
+            let uid = r.get("uid").and_then(Value::as_str).unwrap_or("");
+            ops::known_owner_kind(r) && api.store.locate_uid(uid).is_none()
+        });
+        if all_gone {
+            let _ = api.delete(resource, &key.0, &key.1, &DeleteOpts::default());
+            return;
+        }
+    }
+    if !terminating {
+        return;
+    }
+    let Some(uid) = uid_of(obj).map(str::to_string) else {
+        return;
+    };
+    if has_finalizer(obj, "orphan") {
+        for (dep_resource, dep_key) in api.store.dependents_of(&uid) {
+            let _ = api.internal_update(dep_resource, &dep_key, |v| {
+                if let Some(list) = v.pointer_mut("/metadata/ownerReferences").and_then(Value::as_array_mut) {
+                    list.retain(|r| r.get("uid").and_then(Value::as_str) != Some(uid.as_str()));
+                    if list.is_empty()
+                        && let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut)
+                    {
+                        meta.remove("ownerReferences");
+                    }
+                }
+            });
+        }
+        let _ = api.internal_update(resource, &key, |v| ops::without_finalizer(v, "orphan"));
+    } else if has_finalizer(obj, "foregroundDeletion") {
+        let dependents = api.store.dependents_of(&uid);
+        if dependents.is_empty() {
+            let _ = api.internal_update(resource, &key, |v| ops::without_finalizer(v, "foregroundDeletion"));
+            return;
+        }
+        for (dep_resource, dep_key) in dependents {
+            let opts = DeleteOpts {
+                propagation: Some("Foreground".into()),
+                ..DeleteOpts::default()
+            };
+            let _ = api.delete(dep_resource, &dep_key.0, &dep_key.1, &opts);
+        }
+    }
+}
+
+fn finish_namespace(api: &Api, name: &str) {
+    let contents = api.store.namespace_contents(name);
+    if contents.is_empty() {
+        api.remove(NAMESPACES, &(String::new(), name.to_string()));
+        return;
+    }
+    for (resource, key) in contents {
+        if let Some(obj) = api.store.get(resource, &key)
+            && obj.value.pointer("/metadata/deletionTimestamp").is_none()
+        {
+            let _ = api.delete(resource, &key.0, &key.1, &DeleteOpts::default());
+        }
+    }
+}

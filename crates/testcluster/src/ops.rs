@@ -1,0 +1,619 @@
+//! The API operations (create, read, update, patch, delete, bind) with
+//! kube-apiserver's semantics, shared by the HTTP layer and the garbage
+//! collector.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde_json::{Value, json};
+
+use crate::patch::{self, PatchKind};
+use crate::resources::{self, NAMESPACES, PODS, RESOURCES};
+use crate::semantics::{self, Part};
+use crate::status::ApiError;
+use crate::store::{FieldOwners, Key, Store, Stored, Write};
+
+/// Who writes and whether the write is only simulated (`dryRun=All`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct WriteCtx<'a> {
+    pub(crate) manager: &'a str,
+    pub(crate) dry_run: bool,
+}
+
+/// `DeleteOptions` gathered from the query string and the body.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct DeleteOpts {
+    pub(crate) grace_period: Option<i64>,
+    pub(crate) propagation: Option<String>,
+    pub(crate) uid: Option<String>,
+    pub(crate) resource_version: Option<String>,
+    pub(crate) dry_run: bool,
+}
+
+/// The outcome of a delete: the object is gone, or it is still there
+/// (terminating, waiting for finalizers or a grace period).
+#[derive(Debug)]
+pub(crate) enum Deleted {
+    Gone(Arc<Stored>),
+    Pending(Arc<Stored>),
+}
+
+/// The API state: the store plus the operations on it.
+#[derive(Debug)]
+pub(crate) struct Api {
+    pub(crate) store: Store,
+    /// Flipped to `true` when the cluster stops; open watches end.
+    closed: tokio::sync::watch::Sender<bool>,
+}
+
+fn name_of(v: &Value) -> &str {
+    v.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("")
+}
+
+fn resource_label(resource: usize) -> String {
+    let def = &RESOURCES[resource];
+    if def.group.is_empty() {
+        def.plural.to_string()
+    } else {
+        format!("{}.{}", def.plural, def.group)
+    }
+}
+
+fn not_found(resource: usize, name: &str) -> ApiError {
+    ApiError::not_found(&resource_label(resource), name)
+}
+
+fn modified_conflict(resource: usize, name: &str) -> ApiError {
+    ApiError::conflict(
+        &resource_label(resource),
+        name,
+        "the object has been modified; please apply your changes to the latest version and try again",
+    )
+}
+
+fn parse_rv(rv: &str, resource: usize, name: &str) -> Result<u64, ApiError> {
+    rv.parse().map_err(|_| {
+        ApiError::invalid(
+            RESOURCES[resource].kind,
+            name,
+            format!("metadata.resourceVersion: Invalid value: {rv:?}: must be an integer"),
+        )
+    })
+}
+
+/// A stored-looking object for dry runs; nothing is committed.
+fn uncommitted(value: Value, rv: u64) -> Arc<Stored> {
+    let json = Bytes::from(serde_json::to_vec(&value).unwrap_or_default());
+    Arc::new(Stored {
+        value,
+        json,
+        rv,
+        owners: Arc::new(FieldOwners::new()),
+    })
+}
+
+/// Terminating, without finalizers and with no grace period left.
+fn ready_to_remove(obj: &Value) -> bool {
+    let meta = &obj["metadata"];
+    meta.get("deletionTimestamp").is_some()
+        && meta
+            .get("finalizers")
+            .and_then(Value::as_array)
+            .is_none_or(Vec::is_empty)
+        && meta
+            .get("deletionGracePeriodSeconds")
+            .and_then(Value::as_i64)
+            .unwrap_or(0)
+            == 0
+}
+
+fn finalizers(obj: &Value) -> Vec<String> {
+    obj.pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f.as_str().map(str::to_string))
+        .collect()
+}
+
+/// Remove `finalizer` from the object's finalizers.
+pub(crate) fn without_finalizer(obj: &mut Value, finalizer: &str) {
+    if let Some(list) = obj
+        .pointer_mut("/metadata/finalizers")
+        .and_then(Value::as_array_mut)
+    {
+        list.retain(|f| f.as_str() != Some(finalizer));
+        if list.is_empty()
+            && let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut)
+        {
+            meta.remove("finalizers");
+        }
+    }
+}
+
+impl Api {
+    pub(crate) fn new(history: usize) -> Self {
+        Api {
+            store: Store::new(history),
+            closed: tokio::sync::watch::channel(false).0,
+        }
+    }
+
+    /// End every open watch.
+    pub(crate) fn close(&self) {
+        self.closed.send_replace(true);
+    }
+
+    /// A receiver that turns `true` when the cluster stops.
+    pub(crate) fn closed(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.closed.subscribe()
+    }
+
+    /// The table key for an object of `resource`.
+    pub(crate) fn key(resource: usize, namespace: &str, name: &str) -> Key {
+        if RESOURCES[resource].namespaced {
+            (namespace.to_string(), name.to_string())
+        } else {
+            (String::new(), name.to_string())
+        }
+    }
+
+    pub(crate) fn get(&self, resource: usize, namespace: &str, name: &str) -> Result<Arc<Stored>, ApiError> {
+        self.store
+            .get(resource, &Self::key(resource, namespace, name))
+            .ok_or_else(|| not_found(resource, name))
+    }
+
+    fn ensure_namespace(&self, resource: usize, namespace: &str) -> Result<(), ApiError> {
+        if !RESOURCES[resource].namespaced {
+            return Ok(());
+        }
+        let ns = self
+            .store
+            .get(NAMESPACES, &(String::new(), namespace.to_string()))
+            .ok_or_else(|| ApiError::not_found("namespaces", namespace))?;
+        if ns.value.pointer("/metadata/deletionTimestamp").is_some() {
+            return Err(ApiError::new(
+                403,
+                "Forbidden",
+                format!(
+                    "{} is forbidden: unable to create new content in namespace {namespace} because it is being terminated",
+                    resource_label(resource)
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Create an object (POST).
+    pub(crate) fn create(
+        &self,
+        resource: usize,
+        namespace: &str,
+        mut body: Value,
+        ctx: WriteCtx<'_>,
+    ) -> Result<Arc<Stored>, ApiError> {
+        semantics::check_body(resource, &mut body)?;
+        if RESOURCES[resource].namespaced
+            && let Some(ns) = body.pointer("/metadata/namespace").and_then(Value::as_str)
+            && !ns.is_empty()
+            && ns != namespace
+        {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+        self.ensure_namespace(resource, namespace)?;
+        let generate = body
+            .pointer("/metadata/generateName")
+            .and_then(Value::as_str)
+            .filter(|g| !g.is_empty())
+            .map(str::to_string);
+        let explicit = !name_of(&body).is_empty();
+        let attempts = if explicit || generate.is_none() { 1 } else { 8 };
+        for _ in 0..attempts {
+            let mut obj = body.clone();
+            if !explicit && let Some(base) = &generate {
+                let base: String = base.chars().take(58).collect();
+                semantics::meta_mut(&mut obj).insert(
+                    "name".into(),
+                    Value::String(format!("{base}{}", semantics::random_suffix())),
+                );
+            }
+            semantics::prepare_create(resource, &mut obj, namespace, uuid::Uuid::new_v4().to_string());
+            semantics::validate(resource, &obj)?;
+            let name = name_of(&obj).to_string();
+            let key = Self::key(resource, namespace, &name);
+            if ctx.dry_run {
+                if self.store.get(resource, &key).is_some() {
+                    return Err(ApiError::already_exists(&resource_label(resource), &name));
+                }
+                return Ok(uncommitted(obj, self.store.current_rv()));
+            }
+            match self
+                .store
+                .commit(resource, &key, None, Write::Put(obj, Arc::new(FieldOwners::new())))
+            {
+                Ok(stored) => return Ok(stored),
+                Err(_) if !explicit => continue,
+                Err(_) => return Err(ApiError::already_exists(&resource_label(resource), &name)),
+            }
+        }
+        Err(ApiError::already_exists(
+            &resource_label(resource),
+            generate.as_deref().unwrap_or(""),
+        ))
+    }
+
+    /// Read-modify-write with optimistic concurrency: `f` computes the new
+    /// object (and optionally new field ownership) from the current one;
+    /// if another write lands in between, `f` runs again.
+    fn guaranteed_update<F>(
+        &self,
+        resource: usize,
+        key: &Key,
+        ctx: WriteCtx<'_>,
+        mut f: F,
+    ) -> Result<Arc<Stored>, ApiError>
+    where
+        F: FnMut(&Stored) -> Result<(Value, Option<FieldOwners>), ApiError>,
+    {
+        loop {
+            let cur = self
+                .store
+                .get(resource, key)
+                .ok_or_else(|| not_found(resource, &key.1))?;
+            let (mut new, owners) = f(&cur)?;
+            let cur_rv = cur.rv.to_string();
+            match new.pointer("/metadata/resourceVersion").and_then(Value::as_str) {
+                Some(rv) if !rv.is_empty() && rv != cur_rv => {
+                    parse_rv(rv, resource, &key.1)?;
+                    return Err(modified_conflict(resource, &key.1));
+                }
+                _ => {}
+            }
+            semantics::meta_mut(&mut new).insert("resourceVersion".into(), Value::String(cur_rv));
+            let owners = match owners {
+                Some(o) => o,
+                None if cur.owners.is_empty() => FieldOwners::new(),
+                None => patch::record_update(&cur.owners, &cur.value, &new, ctx.manager),
+            };
+            if new == cur.value && owners == *cur.owners {
+                return Ok(cur);
+            }
+            if ctx.dry_run {
+                return Ok(uncommitted(new, cur.rv));
+            }
+            let write = if ready_to_remove(&new) {
+                Write::Delete(Some(new))
+            } else {
+                Write::Put(new, Arc::new(owners))
+            };
+            if let Ok(stored) = self.store.commit(resource, key, Some(cur.rv), write) {
+                return Ok(stored);
+            }
+        }
+    }
+
+    fn allows_create_on_update(resource: usize) -> bool {
+        matches!(RESOURCES[resource].plural, "events" | "leases")
+    }
+
+    /// Replace an object or one of its parts (PUT).
+    pub(crate) fn update(
+        &self,
+        resource: usize,
+        namespace: &str,
+        name: &str,
+        part: Part,
+        mut body: Value,
+        ctx: WriteCtx<'_>,
+    ) -> Result<Arc<Stored>, ApiError> {
+        if part != Part::Scale {
+            semantics::check_body(resource, &mut body)?;
+        } else if !body.is_object() {
+            return Err(ApiError::bad_request("the request body must be a Scale object"));
+        }
+        let body_name = name_of(&body);
+        if !body_name.is_empty() && body_name != name {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )));
+        }
+        let key = Self::key(resource, namespace, name);
+        if part == Part::Main
+            && Self::allows_create_on_update(resource)
+            && self.store.get(resource, &key).is_none()
+        {
+            semantics::meta_mut(&mut body).insert("name".into(), Value::String(name.into()));
+            return self.create(resource, namespace, body, ctx);
+        }
+        self.guaranteed_update(resource, &key, ctx, |cur| {
+            let mut new = match part {
+                Part::Scale => {
+                    let mut obj = cur.value.clone();
+                    semantics::apply_scale(&mut obj, &body)?;
+                    obj
+                }
+                _ => body.clone(),
+            };
+            semantics::prepare_update(resource, &cur.value, &mut new, part)?;
+            semantics::validate(resource, &new)?;
+            Ok((new, None))
+        })
+    }
+
+    /// Patch an object or one of its parts.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn patch(
+        &self,
+        resource: usize,
+        namespace: &str,
+        name: &str,
+        part: Part,
+        kind: PatchKind,
+        body: &[u8],
+        force: bool,
+        ctx: WriteCtx<'_>,
+    ) -> Result<Arc<Stored>, ApiError> {
+        let key = Self::key(resource, namespace, name);
+        let parsed: Value = match kind {
+            PatchKind::Json => Value::Null,
+            PatchKind::Apply => serde_yaml::from_slice(body)
+                .map_err(|e| ApiError::bad_request(format!("invalid apply configuration: {e}")))?,
+            _ => serde_json::from_slice(body)
+                .map_err(|e| ApiError::bad_request(format!("invalid patch body: {e}")))?,
+        };
+        if kind == PatchKind::Apply {
+            if ctx.manager.is_empty() {
+                return Err(ApiError::new(
+                    422,
+                    "Invalid",
+                    "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
+                ));
+            }
+            if part == Part::Main && self.store.get(resource, &key).is_none() {
+                let mut obj = json!({"metadata": {"name": name}});
+                let owners = patch::apply(&mut obj, &FieldOwners::new(), &parsed, ctx.manager, force)?;
+                semantics::meta_mut(&mut obj).insert("name".into(), Value::String(name.into()));
+                let created = self.create(resource, namespace, obj, ctx)?;
+                if owners.is_empty() || ctx.dry_run {
+                    return Ok(created);
+                }
+                // Record the ownership on the created object.
+                let key2 = key.clone();
+                return self.guaranteed_update(resource, &key2, ctx, |cur| {
+                    Ok((cur.value.clone(), Some(owners.clone())))
+                });
+            }
+        }
+        self.guaranteed_update(resource, &key, ctx, |cur| {
+            let mut doc = match part {
+                Part::Scale => semantics::scale_of(&cur.value),
+                _ => cur.value.clone(),
+            };
+            let mut owners = None;
+            match kind {
+                PatchKind::Merge => patch::merge_patch(&mut doc, &parsed),
+                PatchKind::Strategic => patch::strategic_merge(&mut doc, &parsed)?,
+                PatchKind::Json => patch::json_patch(&mut doc, body)?,
+                PatchKind::Apply => {
+                    owners = Some(patch::apply(&mut doc, &cur.owners, &parsed, ctx.manager, force)?);
+                }
+            }
+            if !doc.is_object() {
+                return Err(ApiError::new(422, "Invalid", "the patched object is not a JSON object"));
+            }
+            let mut new = match part {
+                Part::Scale => {
+                    let mut obj = cur.value.clone();
+                    semantics::apply_scale(&mut obj, &doc)?;
+                    obj
+                }
+                _ => {
+                    semantics::check_body(resource, &mut doc)?;
+                    doc
+                }
+            };
+            semantics::prepare_update(resource, &cur.value, &mut new, part)?;
+            semantics::validate(resource, &new)?;
+            Ok((new, owners))
+        })
+    }
+
+    /// Bind a pod to a node (the `binding` subresource).
+    pub(crate) fn bind(&self, namespace: &str, name: &str, body: &Value, ctx: WriteCtx<'_>) -> Result<(), ApiError> {
+        let node = body
+            .pointer("/target/name")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| ApiError::invalid("Binding", name, "target.name: Required value"))?
+            .to_string();
+        let key = Self::key(PODS, namespace, name);
+        self.guaranteed_update(PODS, &key, ctx, |cur| {
+            let assigned = cur.value.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
+            if !assigned.is_empty() {
+                return Err(ApiError::conflict(
+                    "pods/binding",
+                    name,
+                    &format!("pod {name} is already assigned to node \"{assigned}\""),
+                ));
+            }
+            if cur.value.pointer("/metadata/deletionTimestamp").is_some() {
+                return Err(ApiError::conflict("pods/binding", name, "pod is being deleted, cannot be assigned to a host"));
+            }
+            let mut new = cur.value.clone();
+            new["spec"]["nodeName"] = Value::String(node.clone());
+            if !new.get("status").is_some_and(Value::is_object) {
+                new["status"] = json!({});
+            }
+            let conditions = new["status"]
+                .as_object_mut()
+                .map(|s| s.entry("conditions").or_insert_with(|| json!([])));
+            if let Some(Value::Array(list)) = conditions {
+                list.retain(|c| c.get("type").and_then(Value::as_str) != Some("PodScheduled"));
+                list.push(json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": semantics::now()}));
+            }
+            Ok((new, None))
+        })
+        .map(|_| ())
+    }
+
+    /// Delete an object, honouring preconditions, propagation policy,
+    /// finalizers and (for pods bound to a node) the grace period.
+    pub(crate) fn delete(
+        &self,
+        resource: usize,
+        namespace: &str,
+        name: &str,
+        opts: &DeleteOpts,
+    ) -> Result<Deleted, ApiError> {
+        let key = Self::key(resource, namespace, name);
+        if resource == NAMESPACES && (name == "default" || name == "kube-system") {
+            return Err(ApiError::new(
+                403,
+                "Forbidden",
+                format!("namespaces \"{name}\" is forbidden: this namespace may not be deleted"),
+            ));
+        }
+        loop {
+            let cur = self.store.get(resource, &key).ok_or_else(|| not_found(resource, name))?;
+            let uid = cur.value.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or("");
+            if let Some(want) = &opts.uid
+                && want != uid
+            {
+                return Err(ApiError::conflict(
+                    &resource_label(resource),
+                    name,
+                    &format!("Precondition failed: UID in precondition: {want}, UID in object meta: {uid}"),
+                ));
+            }
+            if let Some(want) = &opts.resource_version
+                && *want != cur.rv.to_string()
+            {
+                return Err(ApiError::conflict(
+                    &resource_label(resource),
+                    name,
+                    &format!(
+                        "Precondition failed: ResourceVersion in precondition: {want}, ResourceVersion in object meta: {}",
+                        cur.rv
+                    ),
+                ));
+            }
+            let mut obj = cur.value.clone();
+            let terminating = obj.pointer("/metadata/deletionTimestamp").is_some();
+            let grace = if resource == PODS {
+                let bound = obj.pointer("/spec/nodeName").and_then(Value::as_str).is_some_and(|n| !n.is_empty());
+                let phase = obj.pointer("/status/phase").and_then(Value::as_str).unwrap_or("");
+                let terminal = phase == "Succeeded" || phase == "Failed";
+                let requested = opts
+                    .grace_period
+                    .or_else(|| obj.pointer("/spec/terminationGracePeriodSeconds").and_then(Value::as_i64))
+                    .unwrap_or(30);
+                if !bound || terminal { 0 } else { requested.max(0) }
+            } else {
+                0
+            };
+            if terminating {
+                let current_grace = obj
+                    .pointer("/metadata/deletionGracePeriodSeconds")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0);
+                if grace >= current_grace {
+                    return Ok(Deleted::Pending(cur));
+                }
+            } else if resource == NAMESPACES {
+                obj["status"] = json!({"phase": "Terminating"});
+            } else {
+                let policy = opts.propagation.as_deref().unwrap_or("Background");
+                let finalizer = match policy {
+                    "Foreground" => Some("foregroundDeletion"),
+                    "Orphan" => Some("orphan"),
+                    "Background" => None,
+                    other => {
+                        return Err(ApiError::invalid(
+                            "DeleteOptions",
+                            "",
+                            format!("propagationPolicy: Unsupported value: {other:?}"),
+                        ));
+                    }
+                };
+                if let Some(f) = finalizer
+                    && !self.store.dependents_of(uid).is_empty()
+                    && !finalizers(&obj).iter().any(|x| x == f)
+                {
+                    let meta = semantics::meta_mut(&mut obj);
+                    let list = meta.entry("finalizers").or_insert_with(|| json!([]));
+                    if let Some(list) = list.as_array_mut() {
+                        list.push(Value::String(f.into()));
+                    }
+                }
+            }
+            let meta = semantics::meta_mut(&mut obj);
+            meta.insert("deletionTimestamp".into(), Value::String(semantics::now_plus(grace)));
+            meta.insert("deletionGracePeriodSeconds".into(), json!(grace));
+            let gone = resource != NAMESPACES && ready_to_remove(&obj);
+            if opts.dry_run {
+                let stored = uncommitted(obj, cur.rv);
+                return Ok(if gone { Deleted::Gone(stored) } else { Deleted::Pending(stored) });
+            }
+            let write = if gone {
+                Write::Delete(Some(obj))
+            } else {
+                Write::Put(obj, cur.owners.clone())
+            };
+            if let Ok(stored) = self.store.commit(resource, &key, Some(cur.rv), write) {
+                return Ok(if gone { Deleted::Gone(stored) } else { Deleted::Pending(stored) });
+            }
+        }
+    }
+
+    /// Remove an object unconditionally (used to finish namespace deletion).
+    pub(crate) fn remove(&self, resource: usize, key: &Key) {
+        while let Some(cur) = self.store.get(resource, key) {
+            if self.store.commit(resource, key, Some(cur.rv), Write::Delete(None)).is_ok() {
+                return;
+            }
+        }
+    }
+
+    /// Apply `f` to an object as an internal (controller) update.
+    pub(crate) fn internal_update<F>(&self, resource: usize, key: &Key, mut f: F) -> Result<Arc<Stored>, ApiError>
+    where
+        F: FnMut(&mut Value),
+    {
+        let ctx = WriteCtx {
+            manager: "ctrlkit-testcluster",
+            dry_run: false,
+        };
+        self.guaranteed_update(resource, key, ctx, |cur| {
+            let mut v = cur.value.clone();
+            f(&mut v);
+            Ok((v, None))
+        })
+    }
+
+    /// Create the namespaces every cluster has.
+    pub(crate) fn bootstrap(&self) -> Result<(), ApiError> {
+        let ctx = WriteCtx {
+            manager: "ctrlkit-testcluster",
+            dry_run: false,
+        };
+        for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+            self.create(
+                NAMESPACES,
+                "",
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+                ctx,
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Whether an owner reference names a kind this cluster serves.
+pub(crate) fn known_owner_kind(owner_ref: &Value) -> bool {
+    let api_version = owner_ref.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    let kind = owner_ref.get("kind").and_then(Value::as_str).unwrap_or("");
+    resources::by_kind(api_version, kind).is_some()
+}

@@ -1,0 +1,421 @@
+//! Per-resource rules: defaulting, validation and what an update may change.
+
+use k8s_openapi::api::{apps::v1 as apps, coordination::v1 as coordination, core::v1 as core, events::v1 as events};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::resources::{self, RESOURCES, ResourceDef};
+use crate::selectors::LabelSelector;
+use crate::status::ApiError;
+
+/// The current time as an RFC 3339 timestamp with second precision.
+pub(crate) fn now() -> String {
+    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// `now` plus `seconds`.
+pub(crate) fn now_plus(seconds: i64) -> String {
+    let ts = jiff::Timestamp::now()
+        .checked_add(jiff::SignedDuration::from_secs(seconds))
+        .unwrap_or_else(|_| jiff::Timestamp::now());
+    ts.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// A 5-character random suffix from the alphabet kube-apiserver uses
+/// (no vowels, no confusable characters).
+pub(crate) fn random_suffix() -> String {
+    use rand::Rng;
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let mut rng = rand::rng();
+    (0..5)
+        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
+        .collect()
+}
+
+fn is_dns_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+/// DNS-1123 subdomain: dot-separated DNS labels, at most 253 characters.
+pub(crate) fn is_dns_subdomain(s: &str) -> bool {
+    s.len() <= 253 && s.split('.').all(is_dns_label)
+}
+
+fn invalid(def: &ResourceDef, name: &str, field: &str, why: &str) -> ApiError {
+    ApiError::invalid(def.kind, name, format!("{field}: {why}"))
+}
+
+/// The object's metadata map, created if missing. Callers only pass objects
+/// (request bodies are checked to be objects first).
+pub(crate) fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
+    if !obj.is_object() {
+        *obj = json!({});
+    }
+    let slot = &mut obj["metadata"];
+    if !slot.is_object() {
+        *slot = Value::Object(Map::new());
+    }
+    match slot {
+        Value::Object(m) => m,
+        _ => unreachable!("metadata was just made an object"),
+    }
+}
+
+/// Check that the body has the shape of the typed Kubernetes object.
+fn typed_check(resource: usize, obj: &Value) -> Result<(), String> {
+    fn check<'a, T: Deserialize<'a>>(v: &'a Value) -> Result<(), String> {
+        T::deserialize(v).map(|_| ()).map_err(|e| e.to_string())
+    }
+    match (RESOURCES[resource].api_version, RESOURCES[resource].plural) {
+        ("v1", "namespaces") => check::<core::Namespace>(obj),
+        ("v1", "pods") => check::<core::Pod>(obj),
+        ("v1", "replicationcontrollers") => check::<core::ReplicationController>(obj),
+        ("v1", "events") => check::<core::Event>(obj),
+        ("apps/v1", "replicasets") => check::<apps::ReplicaSet>(obj),
+        ("events.k8s.io/v1", "events") => check::<events::Event>(obj),
+        ("coordination.k8s.io/v1", "leases") => check::<coordination::Lease>(obj),
+        _ => Ok(()),
+    }
+}
+
+/// Check the request body names the right kind and decodes as that type.
+pub(crate) fn check_body(resource: usize, obj: &mut Value) -> Result<(), ApiError> {
+    let def = &RESOURCES[resource];
+    let Some(map) = obj.as_object_mut() else {
+        return Err(ApiError::bad_request("the request body must be a JSON object"));
+    };
+    match map.get("kind").and_then(Value::as_str) {
+        Some(k) if k != def.kind => {
+            return Err(ApiError::bad_request(format!(
+                "the body kind {k:?} does not match the resource kind {:?}",
+                def.kind
+            )));
+        }
+        _ => {}
+    }
+    map.insert("kind".into(), Value::String(def.kind.into()));
+    map.insert("apiVersion".into(), Value::String(def.api_version.into()));
+    typed_check(resource, obj)
+        .map_err(|e| ApiError::bad_request(format!("the request body is not a valid {}: {e}", def.kind)))
+}
+
+/// Defaulting on create, plus the fields the server owns.
+pub(crate) fn prepare_create(resource: usize, obj: &mut Value, namespace: &str, uid: String) {
+    let def = &RESOURCES[resource];
+    let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
+    let meta = meta_mut(obj);
+    meta.remove("resourceVersion");
+    meta.remove("deletionTimestamp");
+    meta.remove("deletionGracePeriodSeconds");
+    meta.remove("managedFields");
+    meta.insert("uid".into(), Value::String(uid));
+    meta.insert("creationTimestamp".into(), Value::String(now()));
+    if def.namespaced {
+        meta.insert("namespace".into(), Value::String(namespace.into()));
+    } else {
+        meta.remove("namespace");
+    }
+    if def.tracks_generation {
+        meta.insert("generation".into(), json!(1));
+    } else {
+        meta.remove("generation");
+    }
+    match (def.group, def.plural) {
+        ("", "namespaces") => {
+            let labels = meta.entry("labels").or_insert_with(|| json!({}));
+            if let Some(l) = labels.as_object_mut() {
+                l.insert("kubernetes.io/metadata.name".into(), Value::String(name));
+            }
+            obj["spec"] = json!({"finalizers": ["kubernetes"]});
+            obj["status"] = json!({"phase": "Active"});
+        }
+        ("", "pods") => {
+            let spec = obj.get_mut("spec").and_then(Value::as_object_mut);
+            if let Some(spec) = spec {
+                spec.entry("restartPolicy").or_insert_with(|| json!("Always"));
+                spec.entry("terminationGracePeriodSeconds").or_insert_with(|| json!(30));
+                spec.entry("dnsPolicy").or_insert_with(|| json!("ClusterFirst"));
+                spec.entry("schedulerName").or_insert_with(|| json!("default-scheduler"));
+            }
+            obj["status"] = json!({"phase": "Pending"});
+        }
+        ("", "replicationcontrollers") => {
+            default_replicas(obj);
+            let template_labels = obj.pointer("/spec/template/metadata/labels").cloned();
+            if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+                let empty = spec.get("selector").and_then(Value::as_object).is_none_or(Map::is_empty);
+                if empty && let Some(labels) = template_labels {
+                    spec.insert("selector".into(), labels);
+                }
+            }
+            obj["status"] = json!({"replicas": 0});
+        }
+        ("apps", "replicasets") => {
+            default_replicas(obj);
+            obj["status"] = json!({"replicas": 0});
+        }
+        _ => {}
+    }
+}
+
+fn default_replicas(obj: &mut Value) {
+    if !obj.get("spec").is_some_and(Value::is_object) {
+        obj["spec"] = json!({});
+    }
+    if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+        spec.entry("replicas").or_insert_with(|| json!(1));
+    }
+}
+
+/// Validation shared by create and update; errors are 422 Invalid.
+pub(crate) fn validate(resource: usize, obj: &Value) -> Result<(), ApiError> {
+    let def = &RESOURCES[resource];
+    let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+    if name.is_empty() {
+        return Err(invalid(def, name, "metadata.name", "Required value: name or generateName is required"));
+    }
+    let valid_name = if resource == resources::NAMESPACES {
+        is_dns_label(name)
+    } else {
+        is_dns_subdomain(name)
+    };
+    if !valid_name {
+        return Err(invalid(
+            def,
+            name,
+            "metadata.name",
+            &format!(
+                "Invalid value: {name:?}: a lowercase RFC 1123 {} must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
+                if resource == resources::NAMESPACES { "label" } else { "subdomain" }
+            ),
+        ));
+    }
+    if let Some(labels) = obj.pointer("/metadata/labels").and_then(Value::as_object) {
+        for (k, v) in labels {
+            if k.is_empty() || v.as_str().is_none_or(|v| v.len() > 63) {
+                return Err(invalid(def, name, "metadata.labels", &format!("Invalid value: {k:?}")));
+            }
+        }
+    }
+    match (def.group, def.plural) {
+        ("", "pods") => {
+            let containers = obj.pointer("/spec/containers").and_then(Value::as_array);
+            if containers.is_none_or(Vec::is_empty) {
+                return Err(invalid(def, name, "spec.containers", "Required value"));
+            }
+            for (i, c) in containers.into_iter().flatten().enumerate() {
+                if c.get("name").and_then(Value::as_str).is_none_or(|n| !is_dns_label(n)) {
+                    return Err(invalid(def, name, &format!("spec.containers[{i}].name"), "Invalid value: must be a DNS label"));
+                }
+                if c.get("image").and_then(Value::as_str).is_none_or(str::is_empty) {
+                    return Err(invalid(def, name, &format!("spec.containers[{i}].image"), "Required value"));
+                }
+            }
+        }
+        ("apps", "replicasets") => {
+            let selector = obj.pointer("/spec/selector");
+            let parsed = match selector {
+                Some(s) => LabelSelector::from_object(s)
+                    .map_err(|e| invalid(def, name, "spec.selector", &format!("Invalid value: {e}")))?,
+                None => LabelSelector::default(),
+            };
+            if parsed.is_empty() {
+                return Err(invalid(def, name, "spec.selector", "Required value: empty selector is invalid for replicaset"));
+            }
+            check_replicas(def, name, obj)?;
+            let labels = obj.pointer("/spec/template/metadata/labels");
+            if !parsed.matches(labels) {
+                return Err(invalid(
+                    def,
+                    name,
+                    "spec.template.metadata.labels",
+                    "Invalid value: `selector` does not match template `labels`",
+                ));
+            }
+        }
+        ("", "replicationcontrollers") => {
+            check_replicas(def, name, obj)?;
+            let selector = obj.pointer("/spec/selector").and_then(Value::as_object);
+            let Some(selector) = selector.filter(|s| !s.is_empty()) else {
+                return Err(invalid(def, name, "spec.selector", "Required value"));
+            };
+            if let Some(template) = obj.pointer("/spec/template") {
+                let labels = template.pointer("/metadata/labels");
+                let matches = selector
+                    .iter()
+                    .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v));
+                if !matches {
+                    return Err(invalid(
+                        def,
+                        name,
+                        "spec.template.metadata.labels",
+                        "Invalid value: `selector` does not match template `labels`",
+                    ));
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn check_replicas(def: &ResourceDef, name: &str, obj: &Value) -> Result<(), ApiError> {
+    match obj.pointer("/spec/replicas") {
+        None => Ok(()),
+        Some(v) if v.as_i64().is_some_and(|r| r >= 0) => Ok(()),
+        Some(v) => Err(invalid(def, name, "spec.replicas", &format!("Invalid value: {v}: must be greater than or equal to 0"))),
+    }
+}
+
+/// Which part of an object a write targets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Part {
+    Main,
+    Status,
+    Scale,
+}
+
+/// Merge a written object with the stored one: server-owned metadata is
+/// kept; a main-resource write keeps the stored status, a status write keeps
+/// everything but the status; generation is bumped when the spec changes.
+pub(crate) fn prepare_update(resource: usize, old: &Value, new: &mut Value, part: Part) -> Result<(), ApiError> {
+    let def = &RESOURCES[resource];
+    if part == Part::Status {
+        let status = new.get("status").cloned();
+        let rv = new.pointer("/metadata/resourceVersion").cloned();
+        *new = old.clone();
+        match status {
+            Some(s) => new["status"] = s,
+            None => {
+                if let Some(m) = new.as_object_mut() {
+                    m.remove("status");
+                }
+            }
+        }
+        if let Some(rv) = rv {
+            meta_mut(new).insert("resourceVersion".into(), rv);
+        }
+        return Ok(());
+    }
+    let name = old.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+    if let Some(m) = new.as_object_mut() {
+        m.insert("kind".into(), json!(def.kind));
+        m.insert("apiVersion".into(), json!(def.api_version));
+    }
+    let old_meta = old.get("metadata").cloned().unwrap_or_else(|| json!({}));
+    let new_meta = meta_mut(new);
+    new_meta.remove("managedFields");
+    for key in ["name", "namespace", "uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"] {
+        match old_meta.get(key) {
+            Some(v) => {
+                new_meta.insert(key.into(), v.clone());
+            }
+            None => {
+                new_meta.remove(key);
+            }
+        }
+    }
+    if old_meta.get("deletionTimestamp").is_some() {
+        let old_f = old_meta.get("finalizers").and_then(Value::as_array).cloned().unwrap_or_default();
+        let new_f = new_meta.get("finalizers").and_then(Value::as_array).cloned().unwrap_or_default();
+        if new_f.iter().any(|f| !old_f.contains(f)) {
+            return Err(ApiError::new(
+                422,
+                "Invalid",
+                format!("{} \"{name}\" is invalid: metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted", def.kind),
+            ));
+        }
+    }
+    if def.has_subresource("status") && part == Part::Main {
+        match old.get("status") {
+            Some(s) => new["status"] = s.clone(),
+            None => {
+                if let Some(m) = new.as_object_mut() {
+                    m.remove("status");
+                }
+            }
+        }
+    }
+    if resource == resources::NAMESPACES {
+        new["spec"] = old.get("spec").cloned().unwrap_or_else(|| json!({}));
+    }
+    if def.tracks_generation && old.get("spec") != new.get("spec") {
+        let generation = old.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0) + 1;
+        meta_mut(new).insert("generation".into(), json!(generation));
+    }
+    Ok(())
+}
+
+/// The autoscaling/v1 `Scale` view of a replicated object.
+pub(crate) fn scale_of(obj: &Value) -> Value {
+    let meta = obj.get("metadata").cloned().unwrap_or_else(|| json!({}));
+    let selector = match obj.pointer("/spec/selector") {
+        Some(Value::Object(m)) if m.contains_key("matchLabels") || m.contains_key("matchExpressions") => {
+            selector_string(obj.pointer("/spec/selector"))
+        }
+        Some(Value::Object(m)) => m
+            .iter()
+            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+            .collect::<Vec<_>>()
+            .join(","),
+        _ => String::new(),
+    };
+    json!({
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {
+            "name": meta.get("name"),
+            "namespace": meta.get("namespace"),
+            "uid": meta.get("uid"),
+            "resourceVersion": meta.get("resourceVersion"),
+            "creationTimestamp": meta.get("creationTimestamp"),
+        },
+        "spec": {"replicas": obj.pointer("/spec/replicas").cloned().unwrap_or(json!(0))},
+        "status": {
+            "replicas": obj.pointer("/status/replicas").cloned().unwrap_or(json!(0)),
+            "selector": selector,
+        }
+    })
+}
+
+fn selector_string(sel: Option<&Value>) -> String {
+    let Some(sel) = sel else { return String::new() };
+    let mut parts = Vec::new();
+    if let Some(m) = sel.get("matchLabels").and_then(Value::as_object) {
+        for (k, v) in m {
+            parts.push(format!("{k}={}", v.as_str().unwrap_or("")));
+        }
+    }
+    if let Some(exprs) = sel.get("matchExpressions").and_then(Value::as_array) {
+        for e in exprs {
+            let key = e.get("key").and_then(Value::as_str).unwrap_or("");
+            let values: Vec<&str> = e.get("values").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+            match e.get("operator").and_then(Value::as_str) {
+                Some("In") => parts.push(format!("{key} in ({})", values.join(","))),
+                Some("NotIn") => parts.push(format!("{key} notin ({})", values.join(","))),
+                Some("Exists") => parts.push(key.to_string()),
+                Some("DoesNotExist") => parts.push(format!("!{key}")),
+                _ => {}
+            }
+        }
+    }
+    parts.join(",")
+}
+
+/// Write a (possibly patched) `Scale` back into the object's spec.replicas.
+pub(crate) fn apply_scale(obj: &mut Value, scale: &Value) -> Result<(), ApiError> {
+    let replicas = scale
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .filter(|r| *r >= 0)
+        .ok_or_else(|| ApiError::new(422, "Invalid", "Scale is invalid: spec.replicas: must be a non-negative integer"))?;
+    obj["spec"]["replicas"] = json!(replicas);
+    if let Some(rv) = scale.pointer("/metadata/resourceVersion").filter(|v| v.as_str().is_some_and(|s| !s.is_empty())) {
+        meta_mut(obj).insert("resourceVersion".into(), rv.clone());
+    }
+    Ok(())
+}

@@ -1,0 +1,480 @@
+//! The HTTP layer: routes Kubernetes REST paths to the API operations.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Query, Request, State};
+use bytes::{Bytes, BytesMut};
+use futures::StreamExt;
+use http::{HeaderMap, HeaderValue, Method, Response, StatusCode, header};
+use serde_json::{Value, json};
+
+use crate::discovery;
+use crate::faults::{FaultInjector, RequestInfo};
+use crate::ops::{Api, DeleteOpts, Deleted, WriteCtx};
+use crate::patch::PatchKind;
+use crate::resources::{self, RESOURCES};
+use crate::selectors::{FieldSelector, LabelSelector};
+use crate::semantics::{self, Part};
+use crate::status::{ApiError, status_response};
+use crate::store::{Key, Stored};
+use crate::watch::{self, Start, WatchSpec};
+
+/// The header marking requests from the cluster's own components (the
+/// kubelet simulation); faults never apply to them.
+pub(crate) const INTERNAL_HEADER: &str = "x-ctrlkit-internal";
+
+/// Largest request body accepted.
+const MAX_BODY: usize = 16 * 1024 * 1024;
+
+/// Shared server state.
+#[derive(Debug)]
+pub(crate) struct Server {
+    pub(crate) api: Arc<Api>,
+    pub(crate) faults: Arc<FaultInjector>,
+    pub(crate) address: String,
+    pub(crate) bookmark_interval: Duration,
+}
+
+type Params = HashMap<String, String>;
+
+fn json_response(code: StatusCode, body: Bytes) -> Response<Body> {
+    let mut r = Response::new(Body::from(body));
+    *r.status_mut() = code;
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}
+
+fn value_response(code: StatusCode, v: &Value) -> Response<Body> {
+    json_response(code, Bytes::from(v.to_string()))
+}
+
+fn stored_response(code: StatusCode, s: &Stored) -> Response<Body> {
+    json_response(code, s.json.clone())
+}
+
+fn not_found_path(path: &str) -> Response<Body> {
+    status_response(404, "NotFound", &format!("the server could not find the requested resource ({path})"))
+}
+
+/// A parsed resource path.
+#[derive(Debug)]
+struct Target<'a> {
+    resource: usize,
+    namespace: Option<&'a str>,
+    name: Option<&'a str>,
+    sub: Option<&'a str>,
+}
+
+fn parse_target<'a>(group: &str, version: &str, rest: &[&'a str]) -> Option<Target<'a>> {
+    let lookup = |plural: &str| resources::lookup(group, version, plural);
+    match rest {
+        ["namespaces", ns, plural, tail @ ..] if lookup(plural).is_some_and(|r| RESOURCES[r].namespaced) => {
+            let resource = lookup(plural)?;
+            match tail {
+                [] => Some(Target { resource, namespace: Some(ns), name: None, sub: None }),
+                [name] => Some(Target { resource, namespace: Some(ns), name: Some(name), sub: None }),
+                [name, sub] => Some(Target { resource, namespace: Some(ns), name: Some(name), sub: Some(sub) }),
+                _ => None,
+            }
+        }
+        [plural, tail @ ..] => {
+            let resource = lookup(plural)?;
+            let namespaced = RESOURCES[resource].namespaced;
+            match tail {
+                [] => Some(Target { resource, namespace: None, name: None, sub: None }),
+                [name] if !namespaced => Some(Target { resource, namespace: None, name: Some(name), sub: None }),
+                [name, sub] if !namespaced => Some(Target { resource, namespace: None, name: Some(name), sub: Some(sub) }),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Entry point for every request.
+pub(crate) async fn handle(State(server): State<Arc<Server>>, req: Request) -> Response<Body> {
+    let path = req.uri().path().to_string();
+    let segments: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
+    match segments.as_slice() {
+        ["version"] => return value_response(StatusCode::OK, &discovery::version()),
+        ["healthz" | "livez" | "readyz", ..] => return json_response(StatusCode::OK, Bytes::from_static(b"ok")),
+        ["api"] => return value_response(StatusCode::OK, &discovery::core_versions(&server.address)),
+        ["apis"] => return value_response(StatusCode::OK, &discovery::group_list()),
+        ["api", v] => {
+            return match discovery::resource_list("", v) {
+                Some(doc) => value_response(StatusCode::OK, &doc),
+                None => not_found_path(&path),
+            };
+        }
+        ["apis", g] => {
+            return match discovery::group(g) {
+                Some(doc) => value_response(StatusCode::OK, &doc),
+                None => not_found_path(&path),
+            };
+        }
+        ["apis", g, v] => {
+            return match discovery::resource_list(g, v) {
+                Some(doc) => value_response(StatusCode::OK, &doc),
+                None => not_found_path(&path),
+            };
+        }
+        _ => {}
+    }
+    let target = match segments.as_slice() {
+        ["api", v, rest @ ..] => parse_target("", v, rest),
+        ["apis", g, v, rest @ ..] => parse_target(g, v, rest),
+        _ => None,
+    };
+    let Some(target) = target else {
+        return not_found_path(&path);
+    };
+    let params: Params = Query::<Params>::try_from_uri(req.uri())
+        .map(|q| q.0)
+        .unwrap_or_default();
+    let internal = req.headers().contains_key(INTERNAL_HEADER);
+    let is_watch = matches!(params.get("watch").map(String::as_str), Some("true" | "1"));
+    let verb = match (req.method().clone(), target.name.is_some()) {
+        (Method::GET, true) => "get",
+        (Method::GET, false) if is_watch => "watch",
+        (Method::GET, false) => "list",
+        (Method::POST, _) => "create",
+        (Method::PUT, _) => "update",
+        (Method::PATCH, _) => "patch",
+        (Method::DELETE, true) => "delete",
+        (Method::DELETE, false) => "deletecollection",
+        _ => {
+            return status_response(405, "MethodNotAllowed", "the server does not allow this method on the requested resource");
+        }
+    };
+    let info = RequestInfo {
+        verb,
+        resource: RESOURCES[target.resource].plural,
+        subresource: target.sub,
+        namespace: target.namespace,
+        name: target.name,
+        internal,
+    };
+    if !internal && let Some(resp) = server.faults.before_request(&info).await {
+        return resp;
+    }
+    if verb == "watch" {
+        return watch_response(&server, &target, &params, &info);
+    }
+    let (parts, body) = req.into_parts();
+    let body = match axum::body::to_bytes(body, MAX_BODY).await {
+        Ok(b) => b,
+        Err(e) => return ApiError::bad_request(format!("reading the request body failed: {e}")).into_response(),
+    };
+    match dispatch(&server, &target, verb, &parts.headers, &params, &body) {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}
+
+fn manager<'a>(params: &'a Params, headers: &'a HeaderMap) -> &'a str {
+    if let Some(m) = params.get("fieldManager") {
+        return m;
+    }
+    headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|ua| ua.split('/').next())
+        .unwrap_or("unknown")
+}
+
+fn parse_body(body: &[u8]) -> Result<Value, ApiError> {
+    let v: Value = serde_json::from_slice(body)
+        .or_else(|_| serde_yaml::from_slice(body))
+        .map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON or YAML: {e}")))?;
+    if !v.is_object() {
+        return Err(ApiError::bad_request("the request body must be an object"));
+    }
+    Ok(v)
+}
+
+fn part_of(target: &Target<'_>) -> Result<Part, ApiError> {
+    let def = &RESOURCES[target.resource];
+    match target.sub {
+        None => Ok(Part::Main),
+        Some(sub) if def.has_subresource(sub) && sub == "status" => Ok(Part::Status),
+        Some(sub) if def.has_subresource(sub) && sub == "scale" => Ok(Part::Scale),
+        Some(sub) => Err(ApiError::not_found(&format!("{}/{sub}", def.plural), target.name.unwrap_or(""))),
+    }
+}
+
+fn dispatch(
+    server: &Server,
+    target: &Target<'_>,
+    verb: &str,
+    headers: &HeaderMap,
+    params: &Params,
+    body: &[u8],
+) -> Result<Response<Body>, ApiError> {
+    let api = &server.api;
+    let resource = target.resource;
+    let ns = target.namespace.unwrap_or("");
+    let name = target.name.unwrap_or("");
+    let dry_run = params.get("dryRun").is_some_and(|d| d == "All");
+    let ctx = WriteCtx { manager: manager(params, headers), dry_run };
+    let def = &RESOURCES[resource];
+    if def.namespaced && target.namespace.is_none() && !matches!(verb, "list" | "watch") {
+        return Err(ApiError::not_found("namespaces", ""));
+    }
+    match verb {
+        "get" => {
+            let stored = api.get(resource, ns, name)?;
+            match part_of(target)? {
+                Part::Scale => Ok(value_response(StatusCode::OK, &semantics::scale_of(&stored.value))),
+                _ => Ok(stored_response(StatusCode::OK, &stored)),
+            }
+        }
+        "list" => list(api, target, params, headers),
+        "create" if target.sub == Some("binding") && resource == resources::PODS => {
+            let body = parse_body(body)?;
+            api.bind(ns, name, &body, ctx)?;
+            Ok(value_response(
+                StatusCode::CREATED,
+                &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
+            ))
+        }
+        "create" if target.name.is_none() => {
+            let body = parse_body(body)?;
+            let stored = api.create(resource, ns, body, ctx)?;
+            Ok(stored_response(StatusCode::CREATED, &stored))
+        }
+        "create" => Err(ApiError::new(405, "MethodNotAllowed", "POST is not supported on this path")),
+        "update" => {
+            let part = part_of(target)?;
+            let body = parse_body(body)?;
+            let stored = api.update(resource, ns, name, part, body, ctx)?;
+            Ok(part_response(part, &stored))
+        }
+        "patch" => {
+            let part = part_of(target)?;
+            let ct = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+            let kind = PatchKind::from_content_type(ct).ok_or_else(|| {
+                ApiError::new(
+                    415,
+                    "UnsupportedMediaType",
+                    format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml (got {ct:?})"),
+                )
+            })?;
+            let force = params.get("force").is_some_and(|f| f == "true");
+            let mgr = if kind == PatchKind::Apply { params.get("fieldManager").map(String::as_str).unwrap_or("") } else { ctx.manager };
+            let ctx = WriteCtx { manager: mgr, dry_run };
+            let stored = api.patch(resource, ns, name, part, kind, body, force, ctx)?;
+            Ok(part_response(part, &stored))
+        }
+        "delete" => {
+            if target.sub.is_some() {
+                return Err(ApiError::new(405, "MethodNotAllowed", "DELETE is not supported on subresources"));
+            }
+            let opts = delete_opts(params, body)?;
+            match api.delete(resource, ns, name, &opts)? {
+                Deleted::Gone(s) => Ok(stored_response(StatusCode::OK, &s)),
+                Deleted::Pending(s) => Ok(stored_response(StatusCode::ACCEPTED, &s)),
+            }
+        }
+        "deletecollection" => {
+            let opts = delete_opts(params, body)?;
+            let (labels, fields) = selectors(params)?;
+            let (items, _) = api.store.list(resource, target.namespace, None);
+            let mut deleted = Vec::new();
+            for item in items.iter().filter(|s| labels.matches_object(&s.value) && fields.matches_object(&s.value)) {
+                let n = item.value.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+                let ins = item.value.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("");
+                match api.delete(resource, ins, n, &opts) {
+                    Ok(Deleted::Gone(s) | Deleted::Pending(s)) => deleted.push(s),
+                    Err(e) if e.code == 404 => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            let rv = api.store.current_rv();
+            Ok(list_response(def, rv, &deleted, None))
+        }
+        _ => Err(ApiError::new(405, "MethodNotAllowed", "unsupported verb")),
+    }
+}
+
+fn part_response(part: Part, stored: &Stored) -> Response<Body> {
+    match part {
+        Part::Scale => value_response(StatusCode::OK, &semantics::scale_of(&stored.value)),
+        _ => stored_response(StatusCode::OK, stored),
+    }
+}
+
+fn delete_opts(params: &Params, body: &[u8]) -> Result<DeleteOpts, ApiError> {
+    let mut opts = DeleteOpts::default();
+    let trimmed = body.iter().all(u8::is_ascii_whitespace);
+    if !trimmed {
+        let v: Value = serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?;
+        opts.grace_period = v.get("gracePeriodSeconds").and_then(Value::as_i64);
+        opts.propagation = v.get("propagationPolicy").and_then(Value::as_str).map(str::to_string);
+        if v.get("orphanDependents").and_then(Value::as_bool) == Some(true) {
+            opts.propagation = Some("Orphan".into());
+        }
+        opts.uid = v.pointer("/preconditions/uid").and_then(Value::as_str).map(str::to_string);
+        opts.resource_version = v
+            .pointer("/preconditions/resourceVersion")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        opts.dry_run = v
+            .get("dryRun")
+            .and_then(Value::as_array)
+            .is_some_and(|d| d.iter().any(|x| x == "All"));
+    }
+    if let Some(g) = params.get("gracePeriodSeconds") {
+        opts.grace_period = Some(g.parse().map_err(|_| ApiError::bad_request("gracePeriodSeconds must be an integer"))?);
+    }
+    if let Some(p) = params.get("propagationPolicy") {
+        opts.propagation = Some(p.clone());
+    }
+    if params.get("orphanDependents").is_some_and(|o| o == "true") {
+        opts.propagation = Some("Orphan".into());
+    }
+    if params.get("dryRun").is_some_and(|d| d == "All") {
+        opts.dry_run = true;
+    }
+    Ok(opts)
+}
+
+fn selectors(params: &Params) -> Result<(LabelSelector, FieldSelector), ApiError> {
+    let labels = match params.get("labelSelector") {
+        Some(s) => LabelSelector::parse(s)?,
+        None => LabelSelector::default(),
+    };
+    let fields = match params.get("fieldSelector") {
+        Some(s) => FieldSelector::parse(s)?,
+        None => FieldSelector::default(),
+    };
+    Ok((labels, fields))
+}
+
+fn encode_continue(key: &Key) -> String {
+    let raw = format!("{}/{}", key.0, key.1);
+    raw.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+fn decode_continue(token: &str) -> Result<Key, ApiError> {
+    let bad = || ApiError::bad_request("invalid continue token");
+    if token.len() % 2 != 0 {
+        return Err(bad());
+    }
+    let bytes: Result<Vec<u8>, _> = (0..token.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(token.get(i..i + 2).unwrap_or(""), 16))
+        .collect();
+    let raw = String::from_utf8(bytes.map_err(|_| bad())?).map_err(|_| bad())?;
+    let (ns, name) = raw.split_once('/').ok_or_else(bad)?;
+    Ok((ns.to_string(), name.to_string()))
+}
+
+fn list_response(def: &resources::ResourceDef, rv: u64, items: &[Arc<Stored>], cont: Option<(String, usize)>) -> Response<Body> {
+    let size: usize = items.iter().map(|s| s.json.len() + 1).sum();
+    let mut buf = BytesMut::with_capacity(size + 256);
+    buf.extend_from_slice(b"{\"kind\":\"");
+    buf.extend_from_slice(def.kind.as_bytes());
+    buf.extend_from_slice(b"List\",\"apiVersion\":\"");
+    buf.extend_from_slice(def.api_version.as_bytes());
+    buf.extend_from_slice(b"\",\"metadata\":");
+    let mut meta = json!({"resourceVersion": rv.to_string()});
+    if let Some((token, remaining)) = cont {
+        meta["continue"] = json!(token);
+        meta["remainingItemCount"] = json!(remaining);
+    }
+    buf.extend_from_slice(meta.to_string().as_bytes());
+    buf.extend_from_slice(b",\"items\":[");
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            buf.extend_from_slice(b",");
+        }
+        buf.extend_from_slice(&item.json);
+    }
+    buf.extend_from_slice(b"]}");
+    json_response(StatusCode::OK, buf.freeze())
+}
+
+fn list(api: &Api, target: &Target<'_>, params: &Params, _headers: &HeaderMap) -> Result<Response<Body>, ApiError> {
+    let def = &RESOURCES[target.resource];
+    let (labels, fields) = selectors(params)?;
+    let start = match params.get("continue").filter(|c| !c.is_empty()) {
+        Some(c) => Some(decode_continue(c)?),
+        None => None,
+    };
+    let limit = params
+        .get("limit")
+        .and_then(|l| l.parse::<usize>().ok())
+        .filter(|l| *l > 0);
+    let (items, rv) = api.store.list(target.resource, target.namespace, start.as_ref());
+    let mut matching = items
+        .into_iter()
+        .filter(|s| labels.matches_object(&s.value) && fields.matches_object(&s.value));
+    let page: Vec<Arc<Stored>> = match limit {
+        Some(l) => matching.by_ref().take(l).collect(),
+        None => matching.by_ref().collect(),
+    };
+    let remaining = matching.count();
+    let cont = match page.last() {
+        Some(last) if remaining > 0 => {
+            let v = &last.value;
+            let key = Api::key(
+                target.resource,
+                v.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or(""),
+                v.pointer("/metadata/name").and_then(Value::as_str).unwrap_or(""),
+            );
+            Some((encode_continue(&key), remaining))
+        }
+        _ => None,
+    };
+    Ok(list_response(def, rv, &page, cont))
+}
+
+fn watch_response(server: &Server, target: &Target<'_>, params: &Params, info: &RequestInfo<'_>) -> Response<Body> {
+    let (labels, fields) = match selectors(params) {
+        Ok(s) => s,
+        Err(e) => return e.into_response(),
+    };
+    let rv = params.get("resourceVersion").map(String::as_str).unwrap_or("");
+    let initial = params.get("sendInitialEvents").is_some_and(|s| s == "true");
+    let bookmarks = params.get("allowWatchBookmarks").is_some_and(|s| s == "true");
+    let start = if initial || rv.is_empty() || rv == "0" {
+        Start::Initial { end_marker: initial && bookmarks }
+    } else {
+        match rv.parse::<u64>() {
+            Ok(rv) => Start::After(rv),
+            Err(_) => {
+                return ApiError::bad_request(format!("invalid resourceVersion {rv:?}")).into_response();
+            }
+        }
+    };
+    let timeout = params
+        .get("timeoutSeconds")
+        .and_then(|t| t.parse::<u64>().ok())
+        .map_or(Duration::from_secs(1800), Duration::from_secs);
+    let spec = WatchSpec {
+        resource: target.resource,
+        namespace: target.namespace.map(str::to_string),
+        labels,
+        fields,
+        start,
+        bookmarks,
+        timeout,
+        bookmark_interval: server.bookmark_interval,
+    };
+    let frames = if server.faults.take_forced_gone(info) {
+        futures::stream::iter([watch::gone_frame("too old resource version: forced by fault injection")]).boxed()
+    } else {
+        watch::watch(server.api.clone(), spec)
+    };
+    let frames = server.faults.wrap_watch(info, frames);
+    let mut r = Response::new(Body::from_stream(frames.map(Ok::<_, Infallible>)));
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}

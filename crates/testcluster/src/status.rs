@@ -1,0 +1,92 @@
+//! `Status` error bodies, the shape kube-client parses into `ErrorResponse`.
+
+use axum::body::Body;
+use http::{Response, StatusCode, header};
+use serde_json::{Value, json};
+
+/// An API error: the HTTP code, the machine-readable `reason` and a message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ApiError {
+    pub(crate) code: u16,
+    pub(crate) reason: &'static str,
+    pub(crate) message: String,
+}
+
+impl ApiError {
+    pub(crate) fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            reason,
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn not_found(resource: &str, name: &str) -> Self {
+        Self::new(404, "NotFound", format!("{resource} \"{name}\" not found"))
+    }
+
+    pub(crate) fn already_exists(resource: &str, name: &str) -> Self {
+        Self::new(
+            409,
+            "AlreadyExists",
+            format!("{resource} \"{name}\" already exists"),
+        )
+    }
+
+    pub(crate) fn conflict(resource: &str, name: &str, why: &str) -> Self {
+        Self::new(
+            409,
+            "Conflict",
+            format!("Operation cannot be fulfilled on {resource} \"{name}\": {why}"),
+        )
+    }
+
+    pub(crate) fn invalid(kind: &str, name: &str, why: impl std::fmt::Display) -> Self {
+        Self::new(422, "Invalid", format!("{kind} \"{name}\" is invalid: {why}"))
+    }
+
+    pub(crate) fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(400, "BadRequest", message)
+    }
+
+    pub(crate) fn gone(message: impl Into<String>) -> Self {
+        Self::new(410, "Expired", message)
+    }
+
+    /// The `Status` object for this error.
+    pub(crate) fn to_status(&self) -> Value {
+        status_value(self.code, self.reason, &self.message)
+    }
+
+    /// The HTTP response carrying this error.
+    pub(crate) fn into_response(self) -> Response<Body> {
+        status_response(self.code, self.reason, &self.message)
+    }
+}
+
+/// A `Status` object with `status: Failure`.
+pub(crate) fn status_value(code: u16, reason: &str, message: &str) -> Value {
+    json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    })
+}
+
+/// An HTTP response with the given code and a `Status` JSON body, as
+/// kube-apiserver answers failed requests.
+pub(crate) fn status_response(code: u16, reason: &str, message: &str) -> Response<Body> {
+    let body = status_value(code, reason, message).to_string();
+    let mut response = Response::new(Body::from(body));
+    *response.status_mut() =
+        StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    response
+}

@@ -1,0 +1,370 @@
+//! The object store: one table per resource, one global resourceVersion
+//! counter, and the ring buffer of watch events.
+//!
+//! Writers compute a new object outside the lock from a snapshot and commit
+//! it with a compare-and-swap on the snapshot's resourceVersion, so the lock
+//! is held only for the insert, the serialization and the history push.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use serde_json::Value;
+
+use crate::resources::RESOURCES;
+
+/// Table key: (namespace, name); the namespace is empty for cluster-scoped objects.
+pub(crate) type Key = (String, String);
+
+/// Ownership of fields for server-side apply: field path -> manager.
+pub(crate) type FieldOwners = BTreeMap<String, String>;
+
+/// One stored object version. Immutable once committed.
+#[derive(Debug)]
+pub(crate) struct Stored {
+    /// The object, including `metadata.resourceVersion`.
+    pub(crate) value: Value,
+    /// `value` serialized once, shared by every reader.
+    pub(crate) json: Bytes,
+    pub(crate) rv: u64,
+    /// Server-side-apply field ownership (kept out of the object itself).
+    pub(crate) owners: Arc<FieldOwners>,
+}
+
+/// The type of a watch event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EventType {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl EventType {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            EventType::Added => "ADDED",
+            EventType::Modified => "MODIFIED",
+            EventType::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One change, as kept in the watch history.
+#[derive(Debug)]
+pub(crate) struct Event {
+    pub(crate) rv: u64,
+    pub(crate) resource: usize,
+    pub(crate) kind: EventType,
+    pub(crate) object: Arc<Stored>,
+    /// The version this change replaced (for MODIFIED and DELETED).
+    pub(crate) prev: Option<Arc<Stored>>,
+    /// The serialized watch frame `{"type":..,"object":..}\n`.
+    pub(crate) frame: Bytes,
+}
+
+/// A requested write.
+#[derive(Debug)]
+pub(crate) enum Write {
+    /// Create or replace with this object and field ownership.
+    Put(Value, Arc<FieldOwners>),
+    /// Remove the object; the DELETED event carries the given final state
+    /// (or the stored one).
+    Delete(Option<Value>),
+}
+
+/// The commit failed because the object changed since the snapshot.
+#[derive(Debug)]
+pub(crate) struct Stale;
+
+/// The requested resourceVersion is older than the kept history.
+#[derive(Debug)]
+pub(crate) struct TooOld {
+    /// The oldest version a watch can still start from.
+    pub(crate) oldest: u64,
+}
+
+struct Inner {
+    rv: u64,
+    tables: Vec<BTreeMap<Key, Arc<Stored>>>,
+    history: VecDeque<Arc<Event>>,
+    /// The highest resourceVersion evicted from `history`.
+    compacted: u64,
+    /// uid -> where the object lives.
+    uids: HashMap<String, (usize, Key)>,
+    /// owner uid -> dependents naming it in an ownerReference.
+    dependents: HashMap<String, HashSet<(usize, Key)>>,
+}
+
+/// The store shared by the server, the garbage collector and the watches.
+pub(crate) struct Store {
+    inner: Mutex<Inner>,
+    history_len: usize,
+    latest: tokio::sync::watch::Sender<u64>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("history_len", &self.history_len)
+            .finish_non_exhaustive()
+    }
+}
+
+pub(crate) fn uid_of(value: &Value) -> Option<&str> {
+    value.pointer("/metadata/uid").and_then(Value::as_str)
+}
+
+pub(crate) fn owner_uids(value: &Value) -> impl Iterator<Item = &str> {
+    value
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r.get("uid").and_then(Value::as_str))
+}
+
+fn frame(kind: EventType, object_json: &[u8]) -> Bytes {
+    let mut buf = Vec::with_capacity(object_json.len() + 32);
+    buf.extend_from_slice(b"{\"type\":\"");
+    buf.extend_from_slice(kind.as_str().as_bytes());
+    buf.extend_from_slice(b"\",\"object\":");
+    buf.extend_from_slice(object_json);
+    buf.extend_from_slice(b"}\n");
+    Bytes::from(buf)
+}
+
+/// A watch frame for `object` with the given event type.
+pub(crate) fn event_frame(kind: EventType, object: &Stored) -> Bytes {
+    frame(kind, &object.json)
+}
+
+impl Store {
+    /// An empty store keeping `history_len` events for watch resumption.
+    pub(crate) fn new(history_len: usize) -> Self {
+        let (latest, _) = tokio::sync::watch::channel(0);
+        Store {
+            inner: Mutex::new(Inner {
+                rv: 0,
+                tables: RESOURCES.iter().map(|_| BTreeMap::new()).collect(),
+                history: VecDeque::new(),
+                compacted: 0,
+                uids: HashMap::new(),
+                dependents: HashMap::new(),
+            }),
+            history_len: history_len.max(1),
+            latest,
+        }
+    }
+
+    /// The current global resourceVersion.
+    pub(crate) fn current_rv(&self) -> u64 {
+        self.inner.lock().rv
+    }
+
+    /// A receiver that changes whenever a write commits.
+    pub(crate) fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.latest.subscribe()
+    }
+
+    pub(crate) fn get(&self, resource: usize, key: &Key) -> Option<Arc<Stored>> {
+        self.inner.lock().tables[resource].get(key).cloned()
+    }
+
+    /// Objects of `resource` (in `namespace` if given) after `start_after`,
+    /// in key order, with the resourceVersion the list is consistent with.
+    pub(crate) fn list(
+        &self,
+        resource: usize,
+        namespace: Option<&str>,
+        start_after: Option<&Key>,
+    ) -> (Vec<Arc<Stored>>, u64) {
+        use std::ops::Bound;
+        let inner = self.inner.lock();
+        let table = &inner.tables[resource];
+        let lower = match start_after {
+            Some(k) => Bound::Excluded(k.clone()),
+            None => match namespace {
+                Some(ns) => Bound::Included((ns.to_string(), String::new())),
+                None => Bound::Unbounded,
+            },
+        };
+        let items = table
+            .range((lower, Bound::Unbounded))
+            .take_while(|((ns, _), _)| namespace.is_none_or(|want| want == ns))
+            .map(|(_, v)| v.clone())
+            .collect();
+        (items, inner.rv)
+    }
+
+    /// Where the object with this uid lives, if it exists.
+    pub(crate) fn locate_uid(&self, uid: &str) -> Option<(usize, Key)> {
+        self.inner.lock().uids.get(uid).cloned()
+    }
+
+    /// The objects naming `owner_uid` in an ownerReference.
+    pub(crate) fn dependents_of(&self, owner_uid: &str) -> Vec<(usize, Key)> {
+        self.inner
+            .lock()
+            .dependents
+            .get(owner_uid)
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Whether any namespaced object lives in `namespace`.
+    pub(crate) fn namespace_contents(&self, namespace: &str) -> Vec<(usize, Key)> {
+        let inner = self.inner.lock();
+        let mut out = Vec::new();
+        for (id, table) in inner.tables.iter().enumerate() {
+            if !RESOURCES[id].namespaced {
+                continue;
+            }
+            let from = (namespace.to_string(), String::new());
+            out.extend(
+                table
+                    .range(from..)
+                    .take_while(|((ns, _), _)| ns == namespace)
+                    .map(|(k, _)| (id, k.clone())),
+            );
+        }
+        out
+    }
+
+    /// Commit `write` if the object's current resourceVersion is still
+    /// `expected` (`None`: the object must not exist).
+    pub(crate) fn commit(
+        &self,
+        resource: usize,
+        key: &Key,
+        expected: Option<u64>,
+        write: Write,
+    ) -> Result<Arc<Stored>, Stale> {
+        let stored = {
+            let mut guard = self.inner.lock();
+            let inner = &mut *guard;
+            let current = inner.tables[resource].get(key).cloned();
+            if current.as_ref().map(|c| c.rv) != expected {
+                return Err(Stale);
+            }
+            let rv = inner.rv + 1;
+            let (kind, mut value, owners) = match write {
+                Write::Put(value, owners) => {
+                    let kind = if current.is_some() {
+                        EventType::Modified
+                    } else {
+                        EventType::Added
+                    };
+                    (kind, value, owners)
+                }
+                Write::Delete(last) => match &current {
+                    Some(c) => (
+                        EventType::Deleted,
+                        last.unwrap_or_else(|| c.value.clone()),
+                        c.owners.clone(),
+                    ),
+                    None => return Err(Stale),
+                },
+            };
+            if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
+            }
+            let json = Bytes::from(serde_json::to_vec(&value).unwrap_or_default());
+            let stored = Arc::new(Stored {
+                value,
+                json,
+                rv,
+                owners,
+            });
+            inner.rv = rv;
+            let ev_frame = event_frame(kind, &stored);
+            inner.reindex(resource, key, current.as_deref(), kind, &stored);
+            if kind == EventType::Deleted {
+                inner.tables[resource].remove(key);
+            } else {
+                inner.tables[resource].insert(key.clone(), stored.clone());
+            }
+            inner.history.push_back(Arc::new(Event {
+                rv,
+                resource,
+                kind,
+                object: stored.clone(),
+                prev: current,
+                frame: ev_frame,
+            }));
+            while inner.history.len() > self.history_len {
+                if let Some(old) = inner.history.pop_front() {
+                    inner.compacted = old.rv;
+                }
+            }
+            stored
+        };
+        self.latest.send_replace(stored.rv);
+        Ok(stored)
+    }
+
+    /// Up to `max` events with a resourceVersion greater than `after`.
+    pub(crate) fn events_after(&self, after: u64, max: usize) -> Result<Vec<Arc<Event>>, TooOld> {
+        let inner = self.inner.lock();
+        if after < inner.compacted {
+            return Err(TooOld {
+                oldest: inner.compacted,
+            });
+        }
+        let Some(first) = inner.history.front().map(|e| e.rv) else {
+            return Ok(Vec::new());
+        };
+        // Every commit pushes exactly one event, so versions are contiguous.
+        let start = (after + 1).saturating_sub(first) as usize;
+        Ok(inner.history.iter().skip(start).take(max).cloned().collect())
+    }
+
+    /// Whether a watch may start from `rv`.
+    pub(crate) fn check_watch_start(&self, rv: u64) -> Result<(), TooOld> {
+        let inner = self.inner.lock();
+        if rv < inner.compacted {
+            Err(TooOld {
+                oldest: inner.compacted,
+            })
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl Inner {
+    fn reindex(
+        &mut self,
+        resource: usize,
+        key: &Key,
+        old: Option<&Stored>,
+        kind: EventType,
+        new: &Stored,
+    ) {
+        let slot = (resource, key.clone());
+        if let Some(old) = old {
+            for owner in owner_uids(&old.value) {
+                if let Some(set) = self.dependents.get_mut(owner) {
+                    set.remove(&slot);
+                    if set.is_empty() {
+                        self.dependents.remove(owner);
+                    }
+                }
+            }
+            if let Some(uid) = uid_of(&old.value) {
+                self.uids.remove(uid);
+            }
+        }
+        if kind != EventType::Deleted {
+            for owner in owner_uids(&new.value) {
+                self.dependents
+                    .entry(owner.to_string())
+                    .or_default()
+                    .insert(slot.clone());
+            }
+            if let Some(uid) = uid_of(&new.value) {
+                self.uids.insert(uid.to_string(), slot);
+            }
+        }
+    }
+}

@@ -1,0 +1,213 @@
+//! Watch streams: events after a resourceVersion, filtered per watcher,
+//! with bookmarks, timeouts and 410 Gone for versions no longer kept.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::stream::{self, BoxStream, StreamExt};
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use crate::ops::Api;
+use crate::resources::RESOURCES;
+use crate::selectors::{FieldSelector, LabelSelector};
+use crate::status::ApiError;
+use crate::store::{Event, EventType, Stored, event_frame};
+
+/// Where a watch starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Start {
+    /// Events after this resourceVersion.
+    After(u64),
+    /// Synthetic ADDED events for the current state first; with
+    /// `end_marker`, then a bookmark annotated `k8s.io/initial-events-end`.
+    Initial { end_marker: bool },
+}
+
+/// Everything that shapes one watch.
+#[derive(Debug, Clone)]
+pub(crate) struct WatchSpec {
+    pub(crate) resource: usize,
+    pub(crate) namespace: Option<String>,
+    pub(crate) labels: LabelSelector,
+    pub(crate) fields: FieldSelector,
+    pub(crate) start: Start,
+    pub(crate) bookmarks: bool,
+    pub(crate) timeout: Duration,
+    pub(crate) bookmark_interval: Duration,
+}
+
+impl WatchSpec {
+    fn selects(&self, obj: &Value) -> bool {
+        if let Some(ns) = &self.namespace
+            && obj.pointer("/metadata/namespace").and_then(Value::as_str) != Some(ns.as_str())
+        {
+            return false;
+        }
+        self.labels.matches_object(obj) && self.fields.matches_object(obj)
+    }
+
+    fn unfiltered(&self) -> bool {
+        self.labels.is_empty() && self.fields == FieldSelector::default()
+    }
+
+    /// The frame this watcher sees for `event`, if any. An object that
+    /// stops matching the selectors is reported DELETED, one that starts
+    /// matching ADDED, as kube-apiserver's watch cache does.
+    fn frame_for(&self, event: &Event) -> Option<Bytes> {
+        if event.resource != self.resource {
+            return None;
+        }
+        let obj = &event.object.value;
+        if let Some(ns) = &self.namespace
+            && obj.pointer("/metadata/namespace").and_then(Value::as_str) != Some(ns.as_str())
+        {
+            return None;
+        }
+        if self.unfiltered() {
+            return Some(event.frame.clone());
+        }
+        let now = self.selects(obj);
+        match event.kind {
+            EventType::Added | EventType::Deleted => now.then(|| event.frame.clone()),
+            EventType::Modified => {
+                let before = event.prev.as_ref().is_some_and(|p| self.selects(&p.value));
+                match (before, now) {
+                    (true, true) => Some(event.frame.clone()),
+                    (false, true) => Some(event_frame(EventType::Added, &event.object)),
+                    (true, false) => Some(event_frame(EventType::Deleted, &event.object)),
+                    (false, false) => None,
+                }
+            }
+        }
+    }
+
+    fn bookmark(&self, rv: u64, initial_end: bool) -> Bytes {
+        let def = &RESOURCES[self.resource];
+        let mut meta = json!({"resourceVersion": rv.to_string()});
+        if initial_end {
+            meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+        }
+        let obj = json!({"kind": def.kind, "apiVersion": def.api_version, "metadata": meta});
+        let mut line = json!({"type": "BOOKMARK", "object": obj}).to_string();
+        line.push('\n');
+        Bytes::from(line)
+    }
+}
+
+/// The ERROR frame kube-apiserver sends when a watch starts from a version
+/// older than its history: kube's watcher relists on it.
+pub(crate) fn gone_frame(message: &str) -> Bytes {
+    let status = ApiError::gone(message).to_status();
+    let mut line = json!({"type": "ERROR", "object": status}).to_string();
+    line.push('\n');
+    Bytes::from(line)
+}
+
+struct State {
+    api: Arc<Api>,
+    spec: WatchSpec,
+    cursor: u64,
+    pending: VecDeque<Bytes>,
+    changes: tokio::sync::watch::Receiver<u64>,
+    closed: tokio::sync::watch::Receiver<bool>,
+    deadline: Instant,
+    next_bookmark: Instant,
+    done: bool,
+}
+
+/// The stream of watch frames for `spec`.
+pub(crate) fn watch(api: Arc<Api>, spec: WatchSpec) -> BoxStream<'static, Bytes> {
+    let mut changes = api.store.subscribe();
+    changes.borrow_and_update();
+    let mut pending = VecDeque::new();
+    let mut done = false;
+    let cursor = match spec.start {
+        Start::After(rv) => {
+            if let Err(too_old) = api.store.check_watch_start(rv) {
+                pending.push_back(gone_frame(&format!(
+                    "too old resource version: {rv} ({})",
+                    too_old.oldest + 1
+                )));
+                done = true;
+            }
+            rv
+        }
+        Start::Initial { end_marker } => {
+            let (items, rv) = api.store.list(spec.resource, spec.namespace.as_deref(), None);
+            pending.extend(
+                items
+                    .iter()
+                    .filter(|s| spec.selects(&s.value))
+                    .map(|s: &Arc<Stored>| event_frame(EventType::Added, s)),
+            );
+            if end_marker {
+                pending.push_back(spec.bookmark(rv, true));
+            }
+            rv
+        }
+    };
+    let now = Instant::now();
+    let state = State {
+        closed: api.closed(),
+        deadline: now + spec.timeout,
+        next_bookmark: now + spec.bookmark_interval,
+        api,
+        spec,
+        cursor,
+        pending,
+        changes,
+        done,
+    };
+    stream::unfold(state, next_frame).boxed()
+}
+
+async fn next_frame(mut st: State) -> Option<(Bytes, State)> {
+    loop {
+        if let Some(frame) = st.pending.pop_front() {
+            return Some((frame, st));
+        }
+        if st.done || *st.closed.borrow() || Instant::now() >= st.deadline {
+            return None;
+        }
+        st.changes.borrow_and_update();
+        match st.api.store.events_after(st.cursor, 512) {
+            Err(too_old) => {
+                st.pending.push_back(gone_frame(&format!(
+                    "too old resource version: {} ({})",
+                    st.cursor,
+                    too_old.oldest + 1
+                )));
+                st.done = true;
+                continue;
+            }
+            Ok(events) if !events.is_empty() => {
+                for event in events {
+                    st.cursor = event.rv;
+                    if let Some(frame) = st.spec.frame_for(&event) {
+                        st.pending.push_back(frame);
+                    }
+                }
+                continue;
+            }
+            Ok(_) => {}
+        }
+        let bookmarks = st.spec.bookmarks;
+        tokio::select! {
+            changed = st.changes.changed() => {
+                if changed.is_err() {
+                    return None;
+                }
+            }
+            _ = tokio::time::sleep_until(st.deadline) => return None,
+            _ = st.closed.changed() => return None,
+            _ = tokio::time::sleep_until(st.next_bookmark), if bookmarks => {
+                st.next_bookmark = Instant::now() + st.spec.bookmark_interval;
+                let frame = st.spec.bookmark(st.cursor, false);
+                st.pending.push_back(frame);
+            }
+        }
+    }
+}
