@@ -15,3 +15,4 @@ pub use template::{
     MAX_GENERATED_NAME_PREFIX_LEN, generate_name_prefix, pod_from_template, validate_controller_ref,
 };
 pub mod pod;
+pub mod ranking;

@@ -237,7 +237,6 @@ pub(crate) mod test_pods {
         p
     }
 
-    #[allow(dead_code)]
     pub(crate) fn with_node(mut p: Pod, node: &str) -> Pod {
         p.spec.get_or_insert_with(Default::default).node_name = Some(node.into());
         p
@@ -255,7 +254,6 @@ pub(crate) mod test_pods {
         p
     }
 
-    #[allow(dead_code)]
     pub(crate) fn created(mut p: Pod, at: Timestamp) -> Pod {
         p.metadata.creation_timestamp = Some(Time(at));
         p
