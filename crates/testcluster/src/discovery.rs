@@ -113,3 +113,64 @@ pub(crate) fn resource_list(group: &str, version: &str) -> Option<Value> {
     };
     Some(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}))
 }
+
+/// The OpenAPI v3 index: one entry per group-version.
+pub(crate) fn openapi_root() -> Value {
+    let mut paths = serde_json::Map::new();
+    let mut gvs: Vec<(&str, &str)> = vec![("", "v1")];
+    gvs.extend(groups());
+    for (g, v) in gvs {
+        let key = if g.is_empty() { format!("api/{v}") } else { format!("apis/{g}/{v}") };
+        paths.insert(key.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{key}?hash=ctrlkit")}));
+    }
+    json!({"paths": paths})
+}
+
+/// A minimal OpenAPI v3 document for one group-version: only the
+/// operations (no schemas), each tagged with its group-version-kind and
+/// declaring the `fieldValidation` parameter, which is what kubectl checks
+/// to hand validation to the server instead of validating client-side.
+pub(crate) fn openapi_group_version(group: &str, version: &str) -> Option<Value> {
+    let defs: Vec<_> = RESOURCES
+        .iter()
+        .filter(|r| r.group == group && r.version == version)
+        .collect();
+    if defs.is_empty() {
+        return None;
+    }
+    let prefix = if group.is_empty() { format!("/api/{version}") } else { format!("/apis/{group}/{version}") };
+    let mut paths = serde_json::Map::new();
+    for r in defs {
+        let gvk = json!({"group": r.group, "version": r.version, "kind": r.kind});
+        let params = json!([
+            {"name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
+            {"name": "fieldManager", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
+            {"name": "dryRun", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
+        ]);
+        let op = |verb: &str| {
+            json!({
+                "operationId": format!("{verb}{}", r.kind),
+                "parameters": params,
+                "responses": {"200": {"description": "OK"}},
+                "x-kubernetes-action": verb,
+                "x-kubernetes-group-version-kind": gvk,
+            })
+        };
+        let (collection, item) = if r.namespaced {
+            (
+                format!("{prefix}/namespaces/{{namespace}}/{}", r.plural),
+                format!("{prefix}/namespaces/{{namespace}}/{}/{{name}}", r.plural),
+            )
+        } else {
+            (format!("{prefix}/{}", r.plural), format!("{prefix}/{}/{{name}}", r.plural))
+        };
+        paths.insert(collection, json!({"post": op("post"), "get": op("list")}));
+        paths.insert(item, json!({"get": op("get"), "put": op("put"), "patch": op("patch"), "delete": op("delete")}));
+    }
+    Some(json!({
+        "openapi": "3.0.0",
+        "info": {"title": "ctrlkit-testcluster", "version": format!("v{MAJOR}.{MINOR}.0")},
+        "paths": paths,
+        "components": {},
+    }))
+}

@@ -123,6 +123,19 @@ pub(crate) async fn handle(State(server): State<Arc<Server>>, req: Request) -> R
                 None => not_found_path(&path),
             };
         }
+        ["openapi", "v3"] => return value_response(StatusCode::OK, &discovery::openapi_root()),
+        ["openapi", "v3", "api", v] => {
+            return match discovery::openapi_group_version("", v) {
+                Some(doc) => value_response(StatusCode::OK, &doc),
+                None => not_found_path(&path),
+            };
+        }
+        ["openapi", "v3", "apis", g, v] => {
+            return match discovery::openapi_group_version(g, v) {
+                Some(doc) => value_response(StatusCode::OK, &doc),
+                None => not_found_path(&path),
+            };
+        }
         _ => {}
     }
     let target = match segments.as_slice() {
