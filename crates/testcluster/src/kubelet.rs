@@ -163,6 +163,9 @@ pub struct KubeletStats {
     pub crashes: u64,
     /// Graceful deletions finished (pods removed with grace period 0).
     pub deletions_finished: u64,
+    /// Pods waiting for a free node slot right now (they are `Pending`
+    /// with condition `PodScheduled=False`, reason `Unschedulable`).
+    pub unschedulable: u64,
 }
 
 /// Errors of the runtime cues.
@@ -209,6 +212,7 @@ struct Shared {
     started: AtomicU64,
     crashes: AtomicU64,
     deletions_finished: AtomicU64,
+    unschedulable: AtomicU64,
     reject_reason: Mutex<Option<String>>,
 }
 
@@ -326,6 +330,7 @@ impl Kubelet {
             started: s.started.load(Ordering::Relaxed),
             crashes: s.crashes.load(Ordering::Relaxed),
             deletions_finished: s.deletions_finished.load(Ordering::Relaxed),
+            unschedulable: s.unschedulable.load(Ordering::Relaxed),
         }
     }
 
@@ -478,6 +483,9 @@ impl Sim {
                 Some(t) = self.timers_rx.recv() => self.on_timer(t).await,
                 Some(cmd) = commands.recv() => self.on_command(cmd).await,
             }
+            self.shared
+                .unschedulable
+                .store(self.waiting.len() as u64, Ordering::Relaxed);
         }
     }
 
@@ -697,6 +705,10 @@ impl Sim {
             if !self.waiting.iter().any(|w| w == uid) {
                 tracing::debug!(%namespace, %name, "kubelet: no free node, pod stays Pending");
                 self.waiting.push_back(uid.to_owned());
+                self.shared
+                    .unschedulable
+                    .store(self.waiting.len() as u64, Ordering::Relaxed);
+                self.mark_unschedulable(&namespace, &name).await;
             }
             return;
         };
@@ -734,6 +746,27 @@ impl Sim {
                     }
                 }
             }
+        }
+    }
+
+    /// Report, as the scheduler does, that no node can take the pod now.
+    async fn mark_unschedulable(&self, namespace: &str, name: &str) {
+        let nodes = self.nodes.len();
+        let message = format!("0/{nodes} nodes are available: {nodes} Too many pods.");
+        let patch = json!({"status": {"phase": "Pending", "conditions": [{
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": message,
+            "lastProbeTime": null,
+            "lastTransitionTime": now(),
+        }]}});
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
+        if let Err(e) = api
+            .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            tracing::debug!(%namespace, %name, error = %e, "kubelet: marking unschedulable failed");
         }
     }
 
