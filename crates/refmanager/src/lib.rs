@@ -145,3 +145,8 @@ pub use manager::{ControllerRefManager, Filter, PodControllerRefManager};
 pub use owner::{OwnerError, OwnerMeta};
 pub use patch::{adoption_patch, release_patch};
 pub use selector::{Operator, Selector, SelectorError};
+
+// Compiles the README's example so it cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

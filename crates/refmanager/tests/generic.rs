@@ -413,12 +413,12 @@ async fn recheck_with(
 async fn api_recheck_reads_the_owner_live() {
     let (ok, seen) = recheck_with(|_, _| (200, rs_json("uid-rs1", false))).await;
     ok.unwrap();
-    let seen = seen.lock().unwrap();
-    assert_eq!(seen[0].0, "GET");
-    assert_eq!(
-        seen[0].1,
-        "/apis/apps/v1/namespaces/default/replicasets/rs1"
-    );
+    let (method, path) = {
+        let seen = seen.lock().unwrap();
+        (seen[0].0.clone(), seen[0].1.clone())
+    };
+    assert_eq!(method, "GET");
+    assert_eq!(path, "/apis/apps/v1/namespaces/default/replicasets/rs1");
 
     let (err, _) = recheck_with(|_, _| (200, rs_json("other", false))).await;
     assert!(matches!(err, Err(CanAdoptError::UidChanged { .. })));
