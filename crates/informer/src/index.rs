@@ -1,0 +1,171 @@
+//! Secondary indexes: named functions from an object to index keys, and the
+//! ready-made ones controllers need.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+
+use hashbrown::{HashMap, HashSet};
+use kube::Resource;
+
+use crate::key::ObjectKey;
+
+/// An index function: the keys under which an object is listed in one index.
+///
+/// It must be deterministic (the store calls it again on the stored object to
+/// remove the old entries when the object changes) and cheap, since it runs
+/// under the store's write lock for every change. Returning no keys leaves the
+/// object out of that index.
+pub type IndexFn<K> = Arc<dyn Fn(&K) -> Vec<String> + Send + Sync>;
+
+/// Name of the index built by [`index_by_namespace`].
+pub const BY_NAMESPACE: &str = "by-namespace";
+
+/// Name of the index built by [`index_by_controller_uid`].
+pub const BY_CONTROLLER_UID: &str = "by-controller-uid";
+
+/// Index function: the object's namespace (empty for cluster-scoped objects).
+pub fn index_by_namespace<K: Resource>(obj: &K) -> Vec<String> {
+    vec![obj.meta().namespace.clone().unwrap_or_default()]
+}
+
+/// Index function: the object's controller, for "which objects does this
+/// owner control?" lookups.
+///
+/// An object with a controller ownerReference (`controller: true`) is indexed
+/// under [`controller_index_key`]`(namespace, owner_uid)`; an object without
+/// one is indexed under [`orphan_index_key`]`(namespace)`. A sync can then
+/// fetch an owner's objects plus its namespace's orphans (candidates for
+/// adoption) at a cost proportional to those objects, not to the namespace;
+/// see [`Store::by_controller`](crate::Store::by_controller). Upstream
+/// Kubernetes indexes pods the same way since 1.33.
+///
+/// The namespace is part of the key, so an object naming an owner UID from
+/// another namespace (ownerReferences are namespace-local) is never returned
+/// for that owner.
+pub fn index_by_controller_uid<K: Resource>(obj: &K) -> Vec<String> {
+    let meta = obj.meta();
+    let ns = meta.namespace.as_deref().unwrap_or_default();
+    let controller = meta
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|r| r.controller == Some(true));
+    match controller {
+        Some(owner) => vec![controller_index_key(ns, &owner.uid)],
+        None => vec![orphan_index_key(ns)],
+    }
+}
+
+/// The [`BY_CONTROLLER_UID`] key of objects in `namespace` controlled by the
+/// owner with UID `owner_uid`: `namespace/owner_uid`.
+pub fn controller_index_key(namespace: &str, owner_uid: &str) -> String {
+    format!("{namespace}/{owner_uid}")
+}
+
+/// The [`BY_CONTROLLER_UID`] key of objects in `namespace` that have no
+/// controller: `namespace/` (the controller key with an empty UID, which no
+/// real owner has).
+pub fn orphan_index_key(namespace: &str) -> String {
+    format!("{namespace}/")
+}
+
+/// One named index: the function and the key → objects map it maintains.
+pub(crate) struct Index<K> {
+    func: IndexFn<K>,
+    name: String,
+    entries: HashMap<String, HashSet<ObjectKey>>,
+}
+
+impl<K> Index<K> {
+    pub(crate) fn new(name: String, func: IndexFn<K>) -> Self {
+        Self {
+            func,
+            name,
+            entries: HashMap::new(),
+        }
+    }
+
+    /// Runs the index function, treating a panic as "no keys" so a buggy
+    /// function cannot leave the store half-updated.
+    fn keys_of(&self, obj: &K) -> Vec<String> {
+        match catch_unwind(AssertUnwindSafe(|| (self.func)(obj))) {
+            Ok(keys) => keys,
+            Err(_) => {
+                tracing::error!(index = %self.name, "index function panicked; object left out of this index");
+                Vec::new()
+            }
+        }
+    }
+
+    pub(crate) fn insert(&mut self, key: &ObjectKey, obj: &K) {
+        for k in self.keys_of(obj) {
+            self.entries.entry(k).or_default().insert(key.clone());
+        }
+    }
+
+    pub(crate) fn remove(&mut self, key: &ObjectKey, obj: &K) {
+        for k in self.keys_of(obj) {
+            if let Some(set) = self.entries.get_mut(&k) {
+                set.remove(key);
+                if set.is_empty() {
+                    self.entries.remove(&k);
+                }
+            }
+        }
+    }
+
+    pub(crate) fn get(&self, index_key: &str) -> Option<&HashSet<ObjectKey>> {
+        self.entries.get(index_key)
+    }
+
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &String> {
+        self.entries.keys()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::Pod;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+
+    fn pod(ns: &str, owners: Vec<OwnerReference>) -> Pod {
+        Pod {
+            metadata: ObjectMeta {
+                name: Some("p".into()),
+                namespace: Some(ns.into()),
+                owner_references: Some(owners),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    fn owner(uid: &str, controller: Option<bool>) -> OwnerReference {
+        OwnerReference {
+            uid: uid.into(),
+            controller,
+            kind: "ReplicaSet".into(),
+            name: "rs".into(),
+            api_version: "apps/v1".into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn controller_index_uses_only_the_controller_reference() {
+        let p = pod("ns", vec![owner("a", None), owner("b", Some(true))]);
+        assert_eq!(index_by_controller_uid(&p), vec!["ns/b".to_string()]);
+        let orphan = pod("ns", vec![owner("a", Some(false))]);
+        assert_eq!(
+            index_by_controller_uid(&orphan),
+            vec![orphan_index_key("ns")]
+        );
+        assert_ne!(orphan_index_key("ns"), controller_index_key("ns", "a"));
+    }
+
+    #[test]
+    fn namespace_index() {
+        assert_eq!(index_by_namespace(&pod("x", vec![])), vec!["x".to_string()]);
+    }
+}

@@ -1,0 +1,442 @@
+//! The cache: objects by namespace and name, secondary indexes, the observed
+//! resourceVersion and the sync flag.
+
+use std::fmt;
+use std::sync::Arc;
+
+use hashbrown::HashMap;
+use kube::Resource;
+use parking_lot::RwLock;
+use tokio::sync::watch;
+
+use crate::error::InformerError;
+use crate::handler::{DeletedFinalStateUnknown, DeletedObject, Notification};
+use crate::index::{BY_CONTROLLER_UID, Index, IndexFn, controller_index_key, orphan_index_key};
+use crate::key::ObjectKey;
+use crate::resource_version::{CompareError, ObservedVersion};
+
+/// Where the informer is in its life, as seen by cache-sync waiters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SyncState {
+    Pending,
+    Synced,
+    StoppedBeforeSync,
+}
+
+/// A read handle on an informer's cache.
+///
+/// Cloning is cheap and every clone sees the same, live cache. Reads take a
+/// shared lock for the duration of the call only and return `Arc`s to the
+/// cached objects, which are immutable snapshots: a later change replaces the
+/// `Arc` in the cache and never mutates an object handed out.
+///
+/// Cluster-scoped objects live under the empty namespace `""`.
+pub struct Store<K> {
+    shared: Arc<Shared<K>>,
+}
+
+struct Shared<K> {
+    state: RwLock<State<K>>,
+    sync: watch::Sender<SyncState>,
+}
+
+pub(crate) struct State<K> {
+    /// namespace → name → object. Two levels so `list_namespace` costs in
+    /// proportion to the namespace and lookups need no allocation.
+    objects: HashMap<String, HashMap<String, Arc<K>>>,
+    len: usize,
+    indexes: HashMap<String, Index<K>>,
+    observed: ObservedVersion,
+}
+
+impl<K> Clone for Store<K> {
+    fn clone(&self) -> Self {
+        Self {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl<K> fmt::Debug for Store<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.shared.state.read();
+        f.debug_struct("Store")
+            .field("len", &state.len)
+            .field("indexes", &state.indexes.keys().collect::<Vec<_>>())
+            .field("resource_version", &state.observed.latest())
+            .field("sync", &*self.shared.sync.borrow())
+            .finish()
+    }
+}
+
+impl<K: Resource> Store<K> {
+    pub(crate) fn new(indexes: Vec<(String, IndexFn<K>)>) -> Self {
+        let (sync, _) = watch::channel(SyncState::Pending);
+        let indexes = indexes
+            .into_iter()
+            .map(|(name, func)| (name.clone(), Index::new(name, func)))
+            .collect();
+        Self {
+            shared: Arc::new(Shared {
+                state: RwLock::new(State {
+                    objects: HashMap::new(),
+                    len: 0,
+                    indexes,
+                    observed: ObservedVersion::default(),
+                }),
+                sync,
+            }),
+        }
+    }
+
+    /// The object `name` in `namespace` (`""` for cluster-scoped objects).
+    pub fn get(&self, namespace: &str, name: &str) -> Option<Arc<K>> {
+        self.shared.state.read().get(namespace, name).cloned()
+    }
+
+    /// The object under `key`.
+    pub fn get_by_key(&self, key: &ObjectKey) -> Option<Arc<K>> {
+        self.get(&key.namespace, &key.name)
+    }
+
+    /// Every cached object, in no particular order.
+    pub fn list(&self) -> Vec<Arc<K>> {
+        let state = self.shared.state.read();
+        let mut out = Vec::with_capacity(state.len);
+        out.extend(state.objects.values().flat_map(|m| m.values().cloned()));
+        out
+    }
+
+    /// The cached objects in `namespace`, in no particular order. Costs in
+    /// proportion to that namespace's objects.
+    pub fn list_namespace(&self, namespace: &str) -> Vec<Arc<K>> {
+        let state = self.shared.state.read();
+        state
+            .objects
+            .get(namespace)
+            .map(|m| m.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// The number of cached objects.
+    pub fn len(&self) -> usize {
+        self.shared.state.read().len
+    }
+
+    /// Whether the cache holds no objects.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The objects listed under `index_key` in the index `index_name`, in no
+    /// particular order. Costs in proportion to the result, not the store.
+    ///
+    /// An unknown index is an error (not an empty result), so a misspelt
+    /// name cannot pass for "no objects".
+    pub fn by_index(
+        &self,
+        index_name: &str,
+        index_key: &str,
+    ) -> Result<Vec<Arc<K>>, InformerError> {
+        let state = self.shared.state.read();
+        let mut out = Vec::new();
+        state.collect_index(index_name, index_key, &mut out)?;
+        Ok(out)
+    }
+
+    /// The objects controlled by the owner with UID `owner_uid` in
+    /// `namespace`, then (if `include_orphans`) the namespace's objects with
+    /// no controller, which the owner may adopt.
+    ///
+    /// Reads the [`BY_CONTROLLER_UID`] index, which must have been registered
+    /// with [`index_by_controller_uid`](crate::index_by_controller_uid);
+    /// costs in proportion to the result. Objects controlled by other owners
+    /// are never returned.
+    pub fn by_controller(
+        &self,
+        namespace: &str,
+        owner_uid: &str,
+        include_orphans: bool,
+    ) -> Result<Vec<Arc<K>>, InformerError> {
+        let state = self.shared.state.read();
+        let mut out = Vec::new();
+        state.collect_index(
+            BY_CONTROLLER_UID,
+            &controller_index_key(namespace, owner_uid),
+            &mut out,
+        )?;
+        if include_orphans {
+            state.collect_index(BY_CONTROLLER_UID, &orphan_index_key(namespace), &mut out)?;
+        }
+        Ok(out)
+    }
+
+    /// The keys that currently have objects in the index `index_name`.
+    pub fn index_keys(&self, index_name: &str) -> Result<Vec<String>, InformerError> {
+        let state = self.shared.state.read();
+        let index = state.index(index_name)?;
+        Ok(index.keys().cloned().collect())
+    }
+
+    /// Whether an index named `index_name` is registered.
+    pub fn has_index(&self, index_name: &str) -> bool {
+        self.shared.state.read().indexes.contains_key(index_name)
+    }
+
+    /// The newest resourceVersion this cache reflects, if any.
+    ///
+    /// It is the highest `metadata.resourceVersion` among the objects the
+    /// cache has applied (added, updated, deleted or listed). A version that
+    /// is not a decimal integer replaces it unconditionally.
+    ///
+    /// Limits: kube-runtime's watcher consumes watch bookmarks and list
+    /// resourceVersions internally and does not pass them on, so this value
+    /// advances only when an object this informer watches changes. During
+    /// quiet periods it lags the server's version, and writes to objects
+    /// outside the informer's selectors are never reflected. It only moves
+    /// forward, and a version is reported only once the store contents
+    /// reflect it (objects of an in-progress relist count once it completes).
+    pub fn last_sync_resource_version(&self) -> Option<String> {
+        self.shared
+            .state
+            .read()
+            .observed
+            .latest()
+            .map(str::to_owned)
+    }
+
+    /// Whether the cache reflects resourceVersion `rv` or newer: the
+    /// read-own-writes check ("has the informer seen my write yet?").
+    ///
+    /// resourceVersions are opaque strings in Kubernetes; they are compared
+    /// as unsigned integers, which holds for etcd-backed API servers. When
+    /// either side is not an integer the answer is an error, and a caller
+    /// should fail open as upstream does. `Ok(false)` before anything has been
+    /// observed.
+    pub fn has_observed_resource_version(&self, rv: &str) -> Result<bool, CompareError> {
+        self.shared.state.read().observed.has_observed(rv)
+    }
+
+    /// Whether the informer has completed its first full list. Stays true
+    /// afterwards, across relists and after the informer stops.
+    pub fn has_synced(&self) -> bool {
+        *self.shared.sync.borrow() == SyncState::Synced
+    }
+
+    /// Waits until the informer has completed its first full list.
+    ///
+    /// Cancel-safe: dropping the future has no effect. Returns
+    /// [`InformerError::StoppedBeforeSync`] if the informer stops before
+    /// syncing. It waits for ever on an informer that is never started or
+    /// fed; wrap it in [`tokio::time::timeout`] if that can happen.
+    pub async fn wait_for_cache_sync(&self) -> Result<(), InformerError> {
+        let mut rx = self.shared.sync.subscribe();
+        let state = match rx.wait_for(|s| *s != SyncState::Pending).await {
+            Ok(s) => *s,
+            // The sender lives as long as this store; unreachable in practice.
+            Err(_) => SyncState::StoppedBeforeSync,
+        };
+        match state {
+            SyncState::Synced => Ok(()),
+            _ => Err(InformerError::StoppedBeforeSync),
+        }
+    }
+
+    pub(crate) fn write(&self) -> parking_lot::RwLockWriteGuard<'_, State<K>> {
+        self.shared.state.write()
+    }
+
+    pub(crate) fn mark_synced(&self) {
+        self.shared.sync.send_if_modified(|s| {
+            let changed = *s != SyncState::Synced;
+            *s = SyncState::Synced;
+            changed
+        });
+    }
+
+    pub(crate) fn mark_stopped(&self) {
+        self.shared.sync.send_if_modified(|s| {
+            let pending = *s == SyncState::Pending;
+            if pending {
+                *s = SyncState::StoppedBeforeSync;
+            }
+            pending
+        });
+    }
+}
+
+impl<K: Resource> State<K> {
+    fn get(&self, namespace: &str, name: &str) -> Option<&Arc<K>> {
+        self.objects.get(namespace)?.get(name)
+    }
+
+    fn index(&self, name: &str) -> Result<&Index<K>, InformerError> {
+        self.indexes
+            .get(name)
+            .ok_or_else(|| InformerError::UnknownIndex {
+                name: name.to_owned(),
+            })
+    }
+
+    fn collect_index(
+        &self,
+        name: &str,
+        key: &str,
+        out: &mut Vec<Arc<K>>,
+    ) -> Result<(), InformerError> {
+        if let Some(keys) = self.index(name)?.get(key) {
+            out.reserve(keys.len());
+            out.extend(
+                keys.iter()
+                    .filter_map(|k| self.get(&k.namespace, &k.name).cloned()),
+            );
+        }
+        Ok(())
+    }
+
+    /// Registers an index and fills it from the current contents.
+    pub(crate) fn add_index(
+        &mut self,
+        name: String,
+        func: IndexFn<K>,
+    ) -> Result<(), InformerError> {
+        if self.indexes.contains_key(&name) {
+            return Err(InformerError::IndexExists { name });
+        }
+        let mut index = Index::new(name.clone(), func);
+        for (ns, names) in &self.objects {
+            for (n, obj) in names {
+                index.insert(&ObjectKey::new(ns.clone(), n.clone()), obj);
+            }
+        }
+        self.indexes.insert(name, index);
+        Ok(())
+    }
+
+    fn insert(&mut self, key: &ObjectKey, obj: Arc<K>) -> Option<Arc<K>> {
+        let old = self
+            .objects
+            .entry_ref(key.namespace.as_str())
+            .or_default()
+            .insert(key.name.clone(), obj.clone());
+        match &old {
+            Some(old) => {
+                for index in self.indexes.values_mut() {
+                    index.remove(key, old);
+                    index.insert(key, &obj);
+                }
+            }
+            None => {
+                self.len += 1;
+                for index in self.indexes.values_mut() {
+                    index.insert(key, &obj);
+                }
+            }
+        }
+        old
+    }
+
+    fn remove(&mut self, key: &ObjectKey) -> Option<Arc<K>> {
+        let names = self.objects.get_mut(key.namespace.as_str())?;
+        let old = names.remove(key.name.as_str())?;
+        if names.is_empty() {
+            self.objects.remove(key.namespace.as_str());
+        }
+        self.len -= 1;
+        for index in self.indexes.values_mut() {
+            index.remove(key, &old);
+        }
+        Some(old)
+    }
+
+    fn observe(&mut self, obj: &K) {
+        if let Some(rv) = obj.meta().resource_version.as_deref() {
+            self.observed.observe(rv);
+        }
+    }
+
+    /// Applies an added or modified object.
+    pub(crate) fn apply(&mut self, obj: Arc<K>, out: &mut Vec<Notification<K>>) {
+        self.observe(&obj);
+        let key = ObjectKey::from_object(&*obj);
+        match self.insert(&key, obj.clone()) {
+            None => out.push(Notification::Add(obj, false)),
+            Some(old) if same_uid(&*old, &*obj) => out.push(Notification::Update(old, obj)),
+            Some(old) => {
+                out.push(tombstone(key, old));
+                out.push(Notification::Add(obj, false));
+            }
+        }
+    }
+
+    /// Applies a delete event; an object the cache never held is ignored.
+    pub(crate) fn delete(&mut self, obj: Arc<K>, out: &mut Vec<Notification<K>>) {
+        self.observe(&obj);
+        let key = ObjectKey::from_object(&*obj);
+        if self.remove(&key).is_some() {
+            out.push(Notification::Delete(DeletedObject::Final(obj)));
+        } else {
+            tracing::debug!(%key, "delete event for an object not in the cache; ignored");
+        }
+    }
+
+    /// Replaces the contents with a complete list: new objects are adds,
+    /// changed ones updates, unchanged ones (same UID and resourceVersion)
+    /// nothing, and missing ones tombstoned deletes.
+    pub(crate) fn replace(
+        &mut self,
+        listed: HashMap<ObjectKey, Arc<K>>,
+        initial: bool,
+        out: &mut Vec<Notification<K>>,
+    ) {
+        let vanished: Vec<ObjectKey> = self
+            .objects
+            .iter()
+            .flat_map(|(ns, names)| names.keys().map(move |n| (ns, n)))
+            .map(|(ns, n)| ObjectKey::new(ns.clone(), n.clone()))
+            .filter(|k| !listed.contains_key(k))
+            .collect();
+        for (key, obj) in listed {
+            self.observe(&obj);
+            match self.get(&key.namespace, &key.name) {
+                None => {
+                    self.insert(&key, obj.clone());
+                    out.push(Notification::Add(obj, initial));
+                }
+                Some(old) if !same_uid(&**old, &*obj) => {
+                    if let Some(old) = self.insert(&key, obj.clone()) {
+                        out.push(tombstone(key, old));
+                    }
+                    out.push(Notification::Add(obj, false));
+                }
+                Some(old) if old.meta().resource_version == obj.meta().resource_version => {}
+                Some(_) => {
+                    if let Some(old) = self.insert(&key, obj.clone()) {
+                        out.push(Notification::Update(old, obj));
+                    }
+                }
+            }
+        }
+        for key in vanished {
+            if let Some(old) = self.remove(&key) {
+                out.push(tombstone(key, old));
+            }
+        }
+    }
+}
+
+fn tombstone<K>(key: ObjectKey, last_known: Arc<K>) -> Notification<K> {
+    Notification::Delete(DeletedObject::Tombstone(DeletedFinalStateUnknown {
+        key,
+        last_known,
+    }))
+}
+
+/// Objects are "the same" unless both carry UIDs and they differ (hand-built
+/// test objects often have none).
+fn same_uid<K: Resource>(a: &K, b: &K) -> bool {
+    match (&a.meta().uid, &b.meta().uid) {
+        (Some(x), Some(y)) => x == y,
+        _ => true,
+    }
+}
