@@ -1,1 +1,11 @@
 //! Shared helpers for the ctrlkit benches and the workload driver.
+//!
+//! - [`floor`]: the simplest queue and hand-off we can build from standard
+//!   parts; every workload figure is quoted as a ratio to a floor measured in
+//!   the same process, so results from different machines can be compared.
+//! - [`workloads`]: the W1-W4 workloads run by the `workload` binary.
+//! - [`stats`]: medians and percentiles.
+
+pub mod floor;
+pub mod stats;
+pub mod workloads;

@@ -1,0 +1,241 @@
+//! The workloads run by the `workload` binary (see the crate's README).
+//!
+//! Every function here must run inside a multi-thread tokio runtime: the
+//! producer and the workers are spawned tasks, so the runtime's scheduler is
+//! part of what is measured, as it is in a controller.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use ctrlkit_workqueue::WorkQueue;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+
+use crate::stats::{Distribution, nanos};
+
+/// How many `add`s a producer task makes before yielding to the scheduler,
+/// as a producer fed by a watch stream would. Without yields a woken worker
+/// parked in the producer thread's LIFO slot could not run until the
+/// producer finished.
+pub const PRODUCER_YIELD_EVERY: u64 = 1024;
+
+/// Result of a throughput run (W1, W2).
+#[derive(Debug, Clone, Copy)]
+pub struct Throughput {
+    /// Calls to `add` made by the producer.
+    pub adds: u64,
+    /// Items handed out by `get` (and marked done) in total.
+    pub processed: u64,
+    /// Time from the first `add` until the producer returned.
+    pub producer_wall: Duration,
+    /// Time from the first `add` until every worker saw the queue drained.
+    pub wall: Duration,
+}
+
+impl Throughput {
+    /// Items processed per second of wall time.
+    pub fn items_per_sec(&self) -> f64 {
+        self.processed as f64 / self.wall.as_secs_f64()
+    }
+
+    /// Adds per second of the producer's time.
+    pub fn adds_per_sec(&self) -> f64 {
+        self.adds as f64 / self.producer_wall.as_secs_f64()
+    }
+}
+
+/// Spawns `workers` tasks that get + done until the queue is shut down and
+/// empty; each returns how many items it processed.
+fn spawn_drainers(queue: &WorkQueue<u64>, workers: usize) -> Vec<JoinHandle<u64>> {
+    (0..workers.max(1))
+        .map(|_| {
+            let queue = queue.clone();
+            tokio::spawn(async move {
+                let mut processed = 0;
+                while let Some(item) = queue.get().await {
+                    queue.done(&item);
+                    processed += 1;
+                }
+                processed
+            })
+        })
+        .collect()
+}
+
+/// One producer adds `adds` keys (`i % distinct_keys` for the i-th add) while
+/// `workers` tasks get + done; the producer shuts the queue down after its
+/// last add and the workers drain what is left.
+///
+/// W1 is `keyed_throughput(1_000_000, 1_000_000, workers)` (all keys
+/// distinct), W2 is `keyed_throughput(2_000_000, 1_000, 4)` (a dedup storm).
+pub async fn keyed_throughput(adds: u64, distinct_keys: u64, workers: usize) -> Throughput {
+    let distinct_keys = distinct_keys.max(1);
+    let queue = WorkQueue::<u64>::new();
+    let drainers = spawn_drainers(&queue, workers);
+    let start = Instant::now();
+    let producer = {
+        let queue = queue.clone();
+        tokio::spawn(async move {
+            for i in 0..adds {
+                queue.add(i % distinct_keys);
+                if i % PRODUCER_YIELD_EVERY == PRODUCER_YIELD_EVERY - 1 {
+                    tokio::task::yield_now().await;
+                }
+            }
+            let producer_wall = start.elapsed();
+            queue.shut_down();
+            producer_wall
+        })
+    };
+    let producer_wall = producer.await.unwrap_or_default();
+    let mut processed = 0;
+    for drainer in drainers {
+        processed += drainer.await.unwrap_or(0);
+    }
+    Throughput {
+        adds,
+        processed,
+        producer_wall,
+        wall: start.elapsed(),
+    }
+}
+
+/// Result of the delayed workload (W3).
+#[derive(Debug, Clone, Copy)]
+pub struct Delayed {
+    /// Items added with `add_after`.
+    pub items: u64,
+    /// Items handed out by `get`.
+    pub processed: u64,
+    /// Time from the first `add_after` until the last item was handed out.
+    pub wall: Duration,
+    /// Get time minus due time (add time + delay), over all items.
+    pub lateness: Distribution,
+}
+
+/// One producer adds `items` distinct keys with `add_after` delays drawn
+/// uniformly (microsecond resolution) from `0..max_delay` by a `StdRng`
+/// seeded with `seed`; `workers` tasks get + done and stamp each get.
+/// The due time of an item is taken just before its `add_after` call, so
+/// lateness includes the call itself.
+pub async fn delayed(items: u64, max_delay: Duration, workers: usize, seed: u64) -> Delayed {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let max_us = (max_delay.as_micros() as u64).max(1);
+    let delays: Vec<Duration> = (0..items)
+        .map(|_| Duration::from_micros(rng.random_range(0..max_us)))
+        .collect();
+
+    let queue = WorkQueue::<u64>::new();
+    let base = Instant::now();
+    let processed = Arc::new(AtomicU64::new(0));
+    let workers: Vec<JoinHandle<Vec<(u64, i64)>>> = (0..workers.max(1))
+        .map(|_| {
+            let queue = queue.clone();
+            let processed = Arc::clone(&processed);
+            tokio::spawn(async move {
+                let mut stamps = Vec::with_capacity(items as usize);
+                while let Some(item) = queue.get().await {
+                    stamps.push((item, nanos(base.elapsed())));
+                    queue.done(&item);
+                    if processed.fetch_add(1, Ordering::AcqRel) + 1 == items {
+                        queue.shut_down();
+                    }
+                }
+                stamps
+            })
+        })
+        .collect();
+
+    let start_ns = nanos(base.elapsed());
+    let due_ns: Vec<i64> = {
+        let queue = queue.clone();
+        let delays = delays.clone();
+        tokio::spawn(async move {
+            let mut due = Vec::with_capacity(delays.len());
+            for (key, delay) in delays.into_iter().enumerate() {
+                due.push(nanos(base.elapsed()) + nanos(delay));
+                queue.add_after(key as u64, delay);
+                if key as u64 % PRODUCER_YIELD_EVERY == PRODUCER_YIELD_EVERY - 1 {
+                    tokio::task::yield_now().await;
+                }
+            }
+            due
+        })
+        .await
+        .unwrap_or_default()
+    };
+    if items == 0 {
+        queue.shut_down();
+    }
+
+    let mut lateness = Vec::with_capacity(items as usize);
+    let mut last_get = start_ns;
+    for worker in workers {
+        for (item, at) in worker.await.unwrap_or_default() {
+            last_get = last_get.max(at);
+            if let Some(due) = due_ns.get(item as usize) {
+                lateness.push(at - due);
+            }
+        }
+    }
+    Delayed {
+        items,
+        processed: processed.load(Ordering::Acquire),
+        wall: Duration::from_nanos((last_get - start_ns).max(0) as u64),
+        lateness: Distribution::of(lateness),
+    }
+}
+
+/// `workers` idle tasks wait in `get`; the driver stamps the time, adds one
+/// key, and waits until a worker has marked it done before the next round.
+/// Returns the add-to-get latencies (W4).
+pub async fn latency(rounds: u64, workers: usize) -> Distribution {
+    let queue = WorkQueue::<u64>::new();
+    let base = Instant::now();
+    let stamp = Arc::new(AtomicU64::new(0));
+    let ack = Arc::new(Notify::new());
+    let waiting = Arc::new(AtomicUsize::new(0));
+
+    let tasks: Vec<JoinHandle<Vec<i64>>> = (0..workers.max(1))
+        .map(|_| {
+            let (queue, stamp, ack) = (queue.clone(), Arc::clone(&stamp), Arc::clone(&ack));
+            let waiting = Arc::clone(&waiting);
+            tokio::spawn(async move {
+                let mut samples = Vec::with_capacity(rounds as usize);
+                waiting.fetch_add(1, Ordering::AcqRel);
+                while let Some(item) = queue.get().await {
+                    let now = nanos(base.elapsed());
+                    samples.push(now - stamp.load(Ordering::Acquire) as i64);
+                    queue.done(&item);
+                    ack.notify_one();
+                }
+                samples
+            })
+        })
+        .collect();
+
+    // Let every worker reach `get` first, so all of them are idle.
+    while waiting.load(Ordering::Acquire) < tasks.len() {
+        tokio::task::yield_now().await;
+    }
+    let driver = {
+        let queue = queue.clone();
+        tokio::spawn(async move {
+            for key in 0..rounds {
+                stamp.store(nanos(base.elapsed()) as u64, Ordering::Release);
+                queue.add(key);
+                ack.notified().await;
+            }
+        })
+    };
+    let _ = driver.await;
+    queue.shut_down();
+    let mut samples = Vec::with_capacity(rounds as usize);
+    for task in tasks {
+        samples.extend(task.await.unwrap_or_default());
+    }
+    Distribution::of(samples)
+}
