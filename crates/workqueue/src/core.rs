@@ -12,6 +12,7 @@ use std::hash::Hash;
 
 use hashbrown::HashMap;
 use hashbrown::hash_map::Entry as MapEntry;
+use hashbrown::hash_map::RawEntryMut;
 use tokio::time::Instant;
 
 use crate::entry::{Entry, PROCESSING, QUEUED, REQUEUE, WAITING};
@@ -62,6 +63,8 @@ pub(crate) struct Core<T> {
     processing: usize,
     delayed: BinaryHeap<Reverse<Delayed<T>>>,
     delay_seq: u64,
+    /// Removals from `entries` since it was last reset (see `removed`).
+    removals: usize,
     shutting_down: bool,
     drain: bool,
     metrics: Option<QueueMetrics<T>>,
@@ -113,6 +116,7 @@ impl<T: Hash + Eq + Clone> Core<T> {
             processing: 0,
             delayed: BinaryHeap::new(),
             delay_seq: 0,
+            removals: 0,
             shutting_down: false,
             drain: false,
             metrics,
@@ -254,14 +258,15 @@ impl<T: Hash + Eq + Clone> Core<T> {
             requeued: false,
             idle: self.processing == 0,
         };
-        let Some((key, entry)) = self.entries.get_key_value_mut(item) else {
+        let RawEntryMut::Occupied(mut slot) = self.entries.raw_entry_mut().from_key(item) else {
             return outcome;
         };
+        let (key, entry) = slot.get_key_value_mut();
         if !entry.has(PROCESSING) {
             return outcome;
         }
         if let Some(metrics) = &mut self.metrics {
-            metrics.done(item);
+            metrics.done(key);
         }
         self.processing -= 1;
         outcome.idle = self.processing == 0;
@@ -273,10 +278,27 @@ impl<T: Hash + Eq + Clone> Core<T> {
         } else {
             entry.flags &= !PROCESSING;
             if entry.flags == 0 {
-                self.entries.remove(item);
+                slot.remove();
+                self.removed();
             }
         }
         outcome
+    }
+
+    /// Book-keeping after an entry was removed from the map.
+    ///
+    /// A removal leaves a tombstone in the hash table, and lookups of absent
+    /// items (every fresh `add`) probe past tombstones: after a burst grew
+    /// the table, a long run of adds and removals would slow every lookup
+    /// down. Resetting the table when it is empty (which a queue that keeps
+    /// up is, often) costs a memset of its control bytes, amortised over at
+    /// least half its capacity in removals.
+    fn removed(&mut self) {
+        self.removals += 1;
+        if self.entries.is_empty() && self.removals > self.entries.capacity() / 2 {
+            self.entries.clear();
+            self.removals = 0;
+        }
     }
 
     /// Counts an `add_after` call in the retries metric (not after
@@ -385,7 +407,7 @@ impl<T: Hash + Eq + Clone> Core<T> {
     pub(crate) fn shut_down(&mut self, drain: bool) {
         self.shutting_down = true;
         self.drain = drain;
-        for Reverse(delayed) in self.delayed.drain() {
+        for Reverse(delayed) in std::mem::take(&mut self.delayed) {
             if let Some(entry) = self.entries.get_mut(&delayed.item)
                 && entry.has(WAITING)
             {
@@ -393,6 +415,7 @@ impl<T: Hash + Eq + Clone> Core<T> {
                 entry.due = None;
                 if entry.flags == 0 {
                     self.entries.remove(&delayed.item);
+                    self.removed();
                 }
             }
         }

@@ -3,7 +3,7 @@
 
 use std::hash::Hash;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll, Waker, ready};
 
 use parking_lot::Mutex;
 use tokio::sync::Notify;
@@ -84,13 +84,20 @@ where
     /// of the queue, or parks in `slot`. The item leaves the queue only
     /// when this returns `Ready(Some)`, which is what makes `get`
     /// cancel-safe.
+    ///
+    /// Each item taken consumes one unit of tokio's cooperative budget, like
+    /// tokio's own channels: a worker loop on an always-full queue yields to
+    /// the other tasks of its thread (the producer, the timer task) every
+    /// so often instead of starving them.
     pub(crate) fn poll_get(
         self: &Arc<Self>,
         slot: &mut Option<usize>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<T>> {
+        let coop = ready!(tokio::task::coop::poll_proceed(cx));
         let mut state = self.state.lock();
         if let Some(item) = state.core.pop() {
+            coop.made_progress();
             if let Some(key) = slot.take() {
                 state.waiters.release(key);
             }
