@@ -16,6 +16,14 @@ pub trait PodControl: Send + Sync {
     /// (with its generated name, UID and resourceVersion).
     ///
     /// `owner` is the object events are recorded against.
+    ///
+    /// # Errors
+    ///
+    /// [`PodControlError::InvalidTemplate`] if no valid pod can be built
+    /// (no labels, a `controller_ref` that is not a controlling reference,
+    /// an owner name that cannot prefix a pod name);
+    /// [`PodControlError::NamespaceTerminating`] if the namespace is being
+    /// deleted; [`PodControlError::Api`] for any other API failure.
     async fn create_pods(
         &self,
         namespace: &str,
@@ -29,6 +37,11 @@ pub trait PodControl: Send + Sync {
     /// the pod with that UID and/or resourceVersion.
     ///
     /// A pod that is already gone is not an error.
+    ///
+    /// # Errors
+    ///
+    /// [`PodControlError::Api`]: e.g. a conflict when a precondition does
+    /// not match ([`PodControlError::is_conflict`]).
     async fn delete_pod(
         &self,
         namespace: &str,
@@ -39,6 +52,11 @@ pub trait PodControl: Send + Sync {
 
     /// Applies `patch`, a strategic merge patch, to the pod `namespace/name`
     /// and returns the patched pod.
+    ///
+    /// # Errors
+    ///
+    /// [`PodControlError::Api`], e.g. not found or conflict (a `uid` in the
+    /// patch's metadata acts as a precondition on the pod's UID).
     async fn patch_pod(
         &self,
         namespace: &str,
