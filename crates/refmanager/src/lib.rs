@@ -72,8 +72,9 @@
 //! - [`Dependent`]: anything with `ObjectMeta`; every `kube::Resource`.
 //! - [`DependentControl`]: how patches are sent; implemented for every
 //!   [`PodControl`](ctrlkit_podcontrol::PodControl) and by [`ApiPatcher`].
-//! - [`ControllerRefManager`] (alias [`PodControllerRefManager`]): the
-//!   claim pass over a list of dependents.
+//! - [`ControllerRefManager`] (aliases [`PodControllerRefManager`],
+//!   [`ReplicaSetControllerRefManager`]): the claim pass over a list of
+//!   dependents.
 //! - [`BaseRefManager::claim_object`]: the same rules with writes of your
 //!   own.
 //!
@@ -141,7 +142,9 @@ pub use can_adopt::{AlwaysAdopt, ApiRecheck, CanAdopt, CanAdoptError, RecheckOwn
 pub use control::{ApiErrorClass, ApiPatcher, DependentControl};
 pub use dependent::{Dependent, controller_ref, is_controlled_by};
 pub use error::{ClaimAction, ClaimError, ClaimErrors, ClaimOutcome};
-pub use manager::{ControllerRefManager, Filter, PodControllerRefManager};
+pub use manager::{
+    ControllerRefManager, Filter, PodControllerRefManager, ReplicaSetControllerRefManager,
+};
 pub use owner::{OwnerError, OwnerMeta};
 pub use patch::{adoption_patch, release_patch};
 pub use selector::{Operator, Selector, SelectorError};

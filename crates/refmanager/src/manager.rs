@@ -6,6 +6,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::base::{finish, require_uid};
@@ -41,6 +42,12 @@ pub struct ControllerRefManager<D, C: ?Sized, A = AlwaysAdopt> {
 /// controllers; any [`PodControl`](ctrlkit_podcontrol::PodControl) can
 /// patch.
 pub type PodControllerRefManager<C, A = AlwaysAdopt> = ControllerRefManager<Pod, C, A>;
+
+/// A [`ControllerRefManager`] for ReplicaSets, as used by Deployment-like
+/// controllers; patch through [`ApiPatcher`](crate::ApiPatcher) or your own
+/// [`DependentControl`].
+pub type ReplicaSetControllerRefManager<C, A = AlwaysAdopt> =
+    ControllerRefManager<ReplicaSet, C, A>;
 
 impl<D, C, A> fmt::Debug for ControllerRefManager<D, C, A>
 where
@@ -146,6 +153,12 @@ where
     pub async fn adopt(&self, obj: &D) -> Result<(), ClaimError<C::Error>> {
         let meta = obj.object_meta();
         let uid = self.base.prepare_adoption(meta).await?;
+        tracing::debug!(
+            namespace = dependent::namespace(meta),
+            name = dependent::name(meta),
+            owner = self.base.owner().name(),
+            "patching dependent to add our controller reference"
+        );
         let patch = adoption_patch(self.base.owner(), uid, &self.finalizers);
         let result = self
             .control
@@ -209,5 +222,25 @@ where
         I: IntoIterator<Item = P>,
     {
         self.claim(pods, filters).await
+    }
+}
+
+impl<C, A> ControllerRefManager<ReplicaSet, C, A>
+where
+    C: DependentControl<ReplicaSet> + ?Sized,
+    A: CanAdopt,
+{
+    /// [`ControllerRefManager::claim`] under upstream's name for
+    /// ReplicaSets.
+    pub async fn claim_replica_sets<P, I>(
+        &self,
+        replica_sets: I,
+        filters: &[Filter<'_, ReplicaSet>],
+    ) -> ClaimOutcome<P, C::Error>
+    where
+        P: Borrow<ReplicaSet>,
+        I: IntoIterator<Item = P>,
+    {
+        self.claim(replica_sets, filters).await
     }
 }

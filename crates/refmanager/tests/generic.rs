@@ -14,8 +14,8 @@ use common::{controller_ref_to, now};
 use ctrlkit_podcontrol::PodControl;
 use ctrlkit_refmanager::{
     AlwaysAdopt, ApiPatcher, ApiRecheck, BaseRefManager, CanAdoptError, ClaimError,
-    ControllerRefManager, Decision, DependentControl, OwnerMeta, PodControllerRefManager, Selector,
-    SkipReason,
+    ControllerRefManager, Decision, DependentControl, OwnerMeta, PodControllerRefManager,
+    ReplicaSetControllerRefManager, Selector, SkipReason,
 };
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
@@ -105,8 +105,8 @@ fn web_not_canary() -> Selector {
 async fn claims_replicasets_for_a_deployment() {
     let patcher = Arc::new(RsPatcher::default());
     let owner = OwnerMeta::from_resource(&deployment()).unwrap();
-    let manager: ControllerRefManager<ReplicaSet, _> =
-        ControllerRefManager::new(patcher.clone(), owner, web_not_canary(), AlwaysAdopt);
+    let manager =
+        ReplicaSetControllerRefManager::new(patcher.clone(), owner, web_not_canary(), AlwaysAdopt);
     let sets = vec![
         rs("kept", "web", None, Some(DEPLOY_UID)),
         rs("canary", "web", Some("canary"), Some(DEPLOY_UID)),
@@ -114,7 +114,7 @@ async fn claims_replicasets_for_a_deployment() {
         rs("other-app", "api", None, None),
         rs("foreign", "web", None, Some("someone-else")),
     ];
-    let out = manager.claim(&sets, &[]).await;
+    let out = manager.claim_replica_sets(&sets, &[]).await;
     assert!(out.is_ok());
     let claimed: Vec<_> = out
         .claimed
