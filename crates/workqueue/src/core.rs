@@ -239,15 +239,23 @@ impl<T: Hash + Eq + Clone> Core<T> {
             (None, Some(_)) => false,
             (Some(seq), Some(rank)) => (Reverse(0), seq) < rank,
         };
-        let item = if from_fifo {
-            self.ready.fifo.pop_front().map(|(_, item)| item)
-        } else {
-            self.ready.ranked.pop_first().map(|(_, item)| item)
-        }?;
-        if let Some(entry) = self.entries.get_mut(&item) {
-            entry.flags = (entry.flags & !QUEUED) | PROCESSING;
+        if from_fifo {
+            let (_, item) = self.ready.fifo.pop_front()?;
+            if let Some(entry) = self.entries.get_mut(&item) {
+                entry.flags = (entry.flags & !QUEUED) | PROCESSING;
+            }
+            return Some(item);
         }
-        Some(item)
+        let ((Reverse(priority), seq), item) = self.ready.ranked.pop_first()?;
+        match self.entries.get_mut(&item) {
+            Some(entry) if entry.has(QUEUED) && entry.seq == seq && entry.priority == priority => {
+                entry.flags = (entry.flags & !QUEUED) | PROCESSING;
+                Some(item)
+            }
+            // Never expected: `raise` moves ranked copies. Skip rather than
+            // hand out an item twice.
+            _ => self.pop_mixed(),
+        }
     }
 
     /// Marks `item` as no longer being processed. If it was added meanwhile

@@ -54,17 +54,17 @@ impl<T> Ready<T> {
 
     /// Moves the copy queued as `(old, seq)` to priority `new` (> `old`),
     /// keeping its sequence number so it stays in add order among its new
-    /// peers. A copy in `fifo` is left behind as stale; `item` is cloned then.
+    /// peers. A copy in `fifo` is left behind as stale and `item` is cloned
+    /// instead; a copy in `ranked` (any priority, 0 included when it was
+    /// raised from below 0) is moved.
     pub(crate) fn raise(&mut self, item: &T, seq: u64, old: i32, new: i32)
     where
         T: Clone,
     {
-        let moved = if old == 0 {
-            None
-        } else {
-            self.ranked.remove(&(Reverse(old), seq))
-        };
-        let moved = moved.unwrap_or_else(|| item.clone());
+        let moved = self
+            .ranked
+            .remove(&(Reverse(old), seq))
+            .unwrap_or_else(|| item.clone());
         self.ranked.insert((Reverse(new), seq), moved);
     }
 }

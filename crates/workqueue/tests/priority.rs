@@ -140,3 +140,16 @@ fn mixing_priorities_over_many_rounds_keeps_the_count_right() {
         assert_eq!(seen, 20);
     }
 }
+
+#[test]
+fn raising_twice_from_below_zero_leaves_a_single_copy() {
+    // -1 → 0 → 3: the copy must move each time, never be duplicated.
+    let queue = WorkQueue::new();
+    queue.add_with_priority("x", -1);
+    queue.add("y");
+    queue.add_with_priority("x", 0);
+    queue.add_with_priority("x", 3);
+    assert_eq!(queue.len(), 2);
+    assert_eq!(drain(&queue), ["x", "y"]);
+    assert_eq!(queue.try_get(), None);
+}
