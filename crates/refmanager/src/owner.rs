@@ -49,8 +49,11 @@ pub struct OwnerMeta {
 }
 
 impl OwnerMeta {
-    /// An owner with the given type and identity, cluster-scoped and not
-    /// being deleted until told otherwise.
+    /// An owner with the given type and identity, not being deleted.
+    ///
+    /// The owner is **cluster-scoped** (it may adopt in every namespace)
+    /// until [`OwnerMeta::with_namespace`] says otherwise; prefer
+    /// [`OwnerMeta::from_resource`], which copies the namespace.
     ///
     /// # Errors
     /// [`OwnerError`] if `uid`, `name`, `kind` or `api_version` is empty.
