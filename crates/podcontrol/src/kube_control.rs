@@ -113,7 +113,7 @@ impl KubePodControl {
         let event = Event {
             type_,
             reason: reason.to_owned(),
-            note: Some(note),
+            note: Some(truncate_note(note)),
             action: action.to_owned(),
             secondary: related,
         };
@@ -136,6 +136,21 @@ fn describe(error: &kube::Error) -> String {
         kube::Error::Api(status) if !status.message.is_empty() => status.message.clone(),
         other => other.to_string(),
     }
+}
+
+/// The events API rejects notes over 1 kB; a long API error message must
+/// not cost us the event, so it is cut (at a character boundary).
+fn truncate_note(mut note: String) -> String {
+    const MAX_NOTE_BYTES: usize = 1024;
+    if note.len() > MAX_NOTE_BYTES {
+        let mut end = MAX_NOTE_BYTES - '…'.len_utf8();
+        while !note.is_char_boundary(end) {
+            end -= 1;
+        }
+        note.truncate(end);
+        note.push('…');
+    }
+    note
 }
 
 fn pod_reference(namespace: &str, name: &str, uid: Option<&str>) -> ObjectReference {
@@ -268,5 +283,27 @@ impl PodControl for KubePodControl {
             .patch(name, &PatchParams::default(), &Patch::Strategic(patch))
             .await?;
         Ok(patched)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::truncate_note;
+
+    #[test]
+    fn notes_are_cut_to_one_kilobyte_on_a_char_boundary() {
+        assert_eq!(truncate_note("short".into()), "short");
+        let exact = "a".repeat(1024);
+        assert_eq!(truncate_note(exact.clone()), exact);
+        for long in [
+            "é".repeat(700),
+            "x".repeat(5000),
+            format!("a{}", "日".repeat(400)),
+        ] {
+            let cut = truncate_note(long.clone());
+            assert!(cut.len() <= 1024, "{}", cut.len());
+            assert!(cut.ends_with('…'));
+            assert!(long.starts_with(cut.trim_end_matches('…')));
+        }
     }
 }

@@ -207,6 +207,24 @@ pub fn pod_key(pod: &Pod) -> String {
     )
 }
 
+/// The name of the pod index keyed by [`pod_controller_index_key`], as
+/// upstream's controllers call it.
+pub const POD_CONTROLLER_INDEX: &str = "podController";
+
+/// The key under which a pod is indexed by its controller:
+/// `<namespace>/<kind>/<name>/<uid>` of the controlling owner reference, or
+/// just `<namespace>` for a pod without a controller (an orphan).
+///
+/// Looking up an owner's key plus its namespace's key yields the owner's
+/// pods plus the orphans it might adopt, without scanning every pod in the
+/// namespace.
+pub fn pod_controller_index_key(namespace: &str, controller: Option<&OwnerReference>) -> String {
+    match controller {
+        None => namespace.to_owned(),
+        Some(r) => format!("{namespace}/{}/{}/{}", r.kind, r.name, r.uid),
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod test_pods {
     //! Builders shared by the unit tests of this crate.
@@ -441,6 +459,19 @@ mod tests {
 
     #[test]
     fn keys() {
+        let owner = OwnerReference {
+            api_version: "apps/v1".into(),
+            kind: "ReplicaSet".into(),
+            name: "rs".into(),
+            uid: "u1".into(),
+            controller: Some(true),
+            block_owner_deletion: None,
+        };
+        assert_eq!(
+            pod_controller_index_key("ns", Some(&owner)),
+            "ns/ReplicaSet/rs/u1"
+        );
+        assert_eq!(pod_controller_index_key("ns", None), "ns");
         assert_eq!(pod_key(&pod("a")), "ns/a");
         assert_eq!(pod_phase(&pod("a")), "");
     }
