@@ -32,12 +32,14 @@
 //! assert_eq!(names, ["unscheduled", "pending"]);
 //! ```
 
+mod age_ratio;
 mod colocation;
 mod compare;
 mod cost;
 mod ranked;
 mod sort;
 
+pub use age_ratio::deletion_age_ratios;
 pub use colocation::{pods_to_delete, rank_by_related_pods_on_same_node};
 pub use compare::{
     RankingOptions, active_pods_less, deletes_before, logarithmic_rank, logs_before,
