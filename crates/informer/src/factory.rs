@@ -34,6 +34,29 @@ use crate::informer::Informer;
 /// [`shutdown`](Self::shutdown) cancels them and waits for their tasks.
 /// Dropping the factory cancels the watches too (without waiting). The
 /// factory holds no global state: build one per process (or per test).
+///
+/// ```no_run
+/// use ctrlkit_informer::{BY_CONTROLLER_UID, HandlerFns, SharedInformerFactory, index_by_controller_uid};
+/// use k8s_openapi::api::{apps::v1::ReplicaSet, core::v1::Pod};
+/// use kube::runtime::watcher;
+///
+/// # async fn wire(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
+/// let factory = SharedInformerFactory::new(client);
+///
+/// // Two controllers ask for the pod informer; they get the same one.
+/// let pods = factory.all::<Pod>(watcher::Config::default());
+/// pods.add_index_if_absent(BY_CONTROLLER_UID, index_by_controller_uid);
+/// pods.add_event_handler(HandlerFns::new().on_add(|_pod, _initial| { /* enqueue the owner */ }));
+/// let replicasets = factory.all::<ReplicaSet>(watcher::Config::default());
+/// replicasets.add_event_handler(HandlerFns::new());
+///
+/// factory.start();
+/// factory.wait_for_cache_sync().await?;
+/// // ... run the workers, reading from pods.store() and replicasets.store() ...
+/// factory.shutdown().await;
+/// # Ok(())
+/// # }
+/// ```
 pub struct SharedInformerFactory {
     client: Client,
     default_resync: Option<Duration>,
@@ -134,10 +157,11 @@ impl SharedInformerFactory {
             fields: config.field_selector.clone(),
         };
         let mut informers = self.informers.lock();
-        if let Some(existing) = informers.get(&key) {
-            if let Some(informer) = existing.as_any().downcast_ref::<Informer<K>>() {
-                return informer.clone();
-            }
+        // The key holds K's TypeId, so the downcast cannot fail in practice.
+        if let Some(existing) = informers.get(&key)
+            && let Some(informer) = existing.as_any().downcast_ref::<Informer<K>>()
+        {
+            return informer.clone();
         }
         let informer = Informer::builder(api)
             .watcher_config(config)

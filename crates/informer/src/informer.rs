@@ -36,13 +36,15 @@ struct Inner<K> {
     store: Store<K>,
     source: Option<(Api<K>, watcher::Config)>,
     resync: Option<Duration>,
-    handlers: RwLock<Vec<(HandlerId, Arc<dyn EventHandler<K>>)>>,
+    handlers: RwLock<Vec<Registered<K>>>,
     next_handler: AtomicU64,
     /// Serialises applying changes and notifying handlers, so notifications
     /// keep the order of the changes.
     dispatch: Mutex<Dispatch<K>>,
     started: AtomicBool,
 }
+
+type Registered<K> = (HandlerId, Arc<dyn EventHandler<K>>);
 
 struct Dispatch<K> {
     /// Objects of a list in progress (between `Init` and `InitDone`).

@@ -1,4 +1,157 @@
-//! Work in progress.
+//! A watch-driven cache of Kubernetes objects that tells your controller
+//! what changed: `on_add`, `on_update(old, new)` and `on_delete` (with
+//! tombstones), secondary indexes, periodic resync and one shared watch per
+//! resource. Built on kube-runtime's [`watcher`](kube::runtime::watcher()).
+//!
+//! # What an informer is
+//!
+//! A controller must not ask the API server for every object each time it
+//! reconciles: it keeps a local copy instead. An *informer* lists a
+//! resource once, then watches it, keeping a cache (the [`Store`]) in step
+//! with the server. Each change is also passed to *event handlers*, whose
+//! job is to decide which keys need work and put them on a workqueue;
+//! workers then reconcile those keys, reading only from the cache.
+//!
+//! kube-runtime's reflector keeps a cache too, but tells you only *that*
+//! an object changed. Controllers written the way the Kubernetes controller
+//! manager writes them also need the *previous* state (did the labels
+//! change? did the pod just become ready?), the last state of objects whose
+//! delete was missed, an index to find "the pods this ReplicaSet controls"
+//! quickly, and the resourceVersion the cache has reached. This crate adds
+//! exactly that on top of the same watcher.
+//!
+//! # Event semantics
+//!
+//! The watcher reports a complete list (`Init`, `InitApply`…, `InitDone`)
+//! and then individual changes (`Apply`, `Delete`). The informer turns them
+//! into handler calls as follows:
+//!
+//! | what happened | handler calls |
+//! |---|---|
+//! | first complete list | `on_add(obj, true)` per object; then the informer counts as synced |
+//! | object created | `on_add(obj, false)` |
+//! | object modified | `on_update(old, new)` |
+//! | object deleted | `on_delete(DeletedObject::Final(obj))` |
+//! | relist (the watch fell behind, e.g. HTTP 410) | new objects: `on_add(obj, false)`; changed resourceVersion: `on_update(old, new)`; unchanged: nothing; missing: `on_delete(DeletedObject::Tombstone(..))` |
+//! | same name, new UID (re-created while unseen) | `on_delete(Tombstone(old))` then `on_add(new, false)` |
+//! | periodic resync | `on_update(obj, obj)` per cached object, with both arguments the same `Arc` |
+//!
+//! A *tombstone* ([`DeletedFinalStateUnknown`]) carries the last state the
+//! cache knew of an object whose delete event never arrived; handlers
+//! usually treat it like a normal delete.
+//!
+//! Guarantees: handlers are called one notification at a time, in the
+//! order of the changes, each handler in registration order; the store
+//! already shows a change when its handlers run; `on_update` never mixes
+//! two UIDs. Handlers are synchronous and must be cheap (compute a key,
+//! enqueue it); a panicking handler is logged and skipped, never fatal. See
+//! [`EventHandler`] for the full contract.
+//!
+//! # Indexes
+//!
+//! An index is a named function from an object to string keys, kept up to
+//! date on every add, update, delete and relist; [`Store::by_index`] returns
+//! the objects under a key at a cost proportional to the answer.
+//! [`index_by_namespace`] and [`index_by_controller_uid`] are ready-made;
+//! with the latter, [`Store::by_controller`] fetches the pods an owner
+//! controls plus its namespace's orphans, the lookup the ReplicaSet
+//! controller makes on every sync.
+//!
+//! # resourceVersions
+//!
+//! [`Store::last_sync_resource_version`] and
+//! [`Store::has_observed_resource_version`] answer "has the cache caught up
+//! with my own write?", the question behind Kubernetes 1.36's stale-cache
+//! protection. They are numeric comparisons of opaque strings, valid for
+//! etcd-backed servers, and the value only advances when a watched object
+//! changes; see their docs for the limits.
+//!
+//! # Sharing
+//!
+//! Several controllers that watch pods should share one watch and one
+//! cache. [`SharedInformerFactory`] hands out the same [`Informer`] for the
+//! same resource type, API path and selectors; each controller adds its own
+//! handlers and indexes, then the factory starts every watch and can stop
+//! them all. There is no global state: build a factory and pass it around.
+//!
+//! # Example
+//!
+//! Informers can be fed by hand, which is how controller unit tests give a
+//! controller a cache without a cluster. With a cluster, use
+//! [`Informer::builder`] with an [`Api`](kube::Api) (or the factory) and
+//! call [`Informer::start`] instead of feeding events.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use ctrlkit_informer::{
+//!     BY_CONTROLLER_UID, DeletedObject, HandlerFns, Informer, index_by_controller_uid,
+//! };
+//! use k8s_openapi::api::core::v1::Pod;
+//! use kube::runtime::watcher::Event;
+//! use parking_lot::Mutex;
+//!
+//! fn pod(name: &str, uid: &str, rv: &str) -> Pod {
+//!     let mut p = Pod::default();
+//!     p.metadata.namespace = Some("default".into());
+//!     p.metadata.name = Some(name.into());
+//!     p.metadata.uid = Some(uid.into());
+//!     p.metadata.resource_version = Some(rv.into());
+//!     p
+//! }
+//!
+//! // A handler that records what it is told; a controller would enqueue keys.
+//! let log = Arc::new(Mutex::new(Vec::new()));
+//! let (a, u, d) = (log.clone(), log.clone(), log.clone());
+//! let handler = HandlerFns::new()
+//!     .on_add(move |p: &Arc<Pod>, initial| {
+//!         a.lock().push(format!("add {} initial={initial}", p.metadata.name.as_deref().unwrap_or("")))
+//!     })
+//!     .on_update(move |old: &Arc<Pod>, new: &Arc<Pod>| {
+//!         u.lock().push(format!(
+//!             "update rv {} -> {}",
+//!             old.metadata.resource_version.as_deref().unwrap_or(""),
+//!             new.metadata.resource_version.as_deref().unwrap_or(""),
+//!         ))
+//!     })
+//!     .on_delete(move |gone: &DeletedObject<Pod>| {
+//!         d.lock().push(format!("delete tombstone={}", gone.is_tombstone()))
+//!     });
+//!
+//! let informer = Informer::<Pod>::manual()
+//!     .index(BY_CONTROLLER_UID, index_by_controller_uid)
+//!     .handler(handler)
+//!     .build();
+//!
+//! // The first list: two pods.
+//! informer.apply_event(Event::Init);
+//! informer.apply_event(Event::InitApply(pod("a", "uid-a", "10")));
+//! informer.apply_event(Event::InitApply(pod("b", "uid-b", "11")));
+//! informer.apply_event(Event::InitDone);
+//! assert!(informer.has_synced());
+//!
+//! // A change, then a relist in which pod "b" is missing.
+//! informer.apply_event(Event::Apply(pod("a", "uid-a", "12")));
+//! informer.apply_event(Event::Init);
+//! informer.apply_event(Event::InitApply(pod("a", "uid-a", "12")));
+//! informer.apply_event(Event::InitDone);
+//!
+//! let mut seen = log.lock().clone();
+//! seen[..2].sort(); // the order within one list is unspecified
+//! assert_eq!(seen, [
+//!     "add a initial=true",
+//!     "add b initial=true",
+//!     "update rv 10 -> 12",
+//!     "delete tombstone=true",
+//! ]);
+//!
+//! let store = informer.store();
+//! assert_eq!(store.len(), 1);
+//! assert!(store.get("default", "a").is_some());
+//! // "a" has no controller, so it is one of the namespace's orphans.
+//! assert_eq!(store.by_controller("default", "some-rs-uid", true).unwrap().len(), 1);
+//! assert_eq!(store.last_sync_resource_version().as_deref(), Some("12"));
+//! assert_eq!(store.has_observed_resource_version("11"), Ok(true));
+//! ```
 
 mod error;
 mod factory;
@@ -20,3 +173,8 @@ pub use informer::{Informer, InformerBuilder};
 pub use key::{ObjectKey, ParseKeyError};
 pub use resource_version::{CompareError, compare_resource_versions};
 pub use store::Store;
+
+/// Compiles and runs the README's example as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
