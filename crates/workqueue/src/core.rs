@@ -3,11 +3,10 @@
 //! under the queue's mutex.
 //!
 //! One hash map holds the state of every known item ([`Entry`]); the ready
-//! structures ([`Ready`]) and the delay heap hold copies of items that the
+//! structures ([`Ready`]) and the pending delays ([`Delays`]) hold copies of items that the
 //! map validates, so updates never search a list.
 
-use std::cmp::{Ordering, Reverse};
-use std::collections::BinaryHeap;
+use std::cmp::Reverse;
 use std::hash::Hash;
 
 use hashbrown::HashMap;
@@ -15,34 +14,10 @@ use hashbrown::hash_map::Entry as MapEntry;
 use hashbrown::hash_map::RawEntryMut;
 use tokio::time::Instant;
 
+use crate::delays::Delays;
 use crate::entry::{Entry, PROCESSING, QUEUED, REQUEUE, WAITING};
 use crate::metrics::QueueMetrics;
 use crate::ready::Ready;
-
-/// One `add_after` waiting in the delay heap. Ordered by due time, then by
-/// the order of the calls, so items due at the same instant keep add order.
-struct Delayed<T> {
-    due: Instant,
-    seq: u64,
-    item: T,
-}
-
-impl<T> PartialEq for Delayed<T> {
-    fn eq(&self, other: &Self) -> bool {
-        self.due == other.due && self.seq == other.seq
-    }
-}
-impl<T> Eq for Delayed<T> {}
-impl<T> PartialOrd for Delayed<T> {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl<T> Ord for Delayed<T> {
-    fn cmp(&self, other: &Self) -> Ordering {
-        (self.due, self.seq).cmp(&(other.due, other.seq))
-    }
-}
 
 /// What `done` changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,8 +36,7 @@ pub(crate) struct Core<T> {
     queued: usize,
     /// Items handed out and not done.
     processing: usize,
-    delayed: BinaryHeap<Reverse<Delayed<T>>>,
-    delay_seq: u64,
+    delays: Delays<T>,
     /// Removals from `entries` since it was last reset (see `removed`).
     removals: usize,
     shutting_down: bool,
@@ -97,11 +71,11 @@ impl<T> Core<T> {
         self.metrics.as_ref()
     }
 
-    /// When the timer must fire next: the earliest due time in the heap
+    /// When the timer must fire next: the earliest pending due time
     /// (possibly of a superseded copy, which only causes an early no-op
     /// wake-up).
     pub(crate) fn next_due(&self) -> Option<Instant> {
-        self.delayed.peek().map(|Reverse(head)| head.due)
+        self.delays.next_due()
     }
 }
 
@@ -114,8 +88,7 @@ impl<T: Hash + Eq + Clone> Core<T> {
             ready: Ready::default(),
             queued: 0,
             processing: 0,
-            delayed: BinaryHeap::new(),
-            delay_seq: 0,
+            delays: Delays::new(Instant::now()),
             removals: 0,
             shutting_down: false,
             drain: false,
@@ -323,7 +296,7 @@ impl<T: Hash + Eq + Clone> Core<T> {
     /// already waits keeps the earlier of the two times and the higher of
     /// the two priorities; the wait is independent of the item being queued
     /// or processed meanwhile. Returns `true` if `due` became the earliest
-    /// time in the heap (so the timer must be moved earlier).
+    /// pending time (so the timer must be moved earlier).
     pub(crate) fn add_at(&mut self, item: T, due: Instant, priority: i32) -> bool {
         if self.shutting_down {
             return false;
@@ -363,9 +336,7 @@ impl<T: Hash + Eq + Clone> Core<T> {
             return false;
         };
         let earliest = self.next_due().is_none_or(|head| due < head);
-        let seq = self.delay_seq;
-        self.delay_seq += 1;
-        self.delayed.push(Reverse(Delayed { due, seq, item }));
+        self.delays.push(due, item);
         earliest
     }
 
@@ -373,14 +344,7 @@ impl<T: Hash + Eq + Clone> Core<T> {
     /// Returns how many copies were queued (how many `get`s to wake).
     pub(crate) fn fire_due(&mut self, now: Instant) -> usize {
         let mut queued = 0;
-        while self
-            .delayed
-            .peek()
-            .is_some_and(|Reverse(head)| head.due <= now)
-        {
-            let Some(Reverse(delayed)) = self.delayed.pop() else {
-                break;
-            };
+        while let Some(delayed) = self.delays.pop_due(now) {
             let Some(entry) = self.entries.get_mut(&delayed.item) else {
                 continue;
             };
@@ -397,10 +361,10 @@ impl<T: Hash + Eq + Clone> Core<T> {
         queued
     }
 
-    /// Number of `add_after` copies in the heap, superseded ones included.
+    /// Number of `add_after` copies, superseded ones included.
     #[cfg(test)]
-    pub(crate) fn heap_len(&self) -> usize {
-        self.delayed.len()
+    pub(crate) fn delayed_copies(&self) -> usize {
+        self.delays.len()
     }
 
     /// Number of items the map knows (queued, processing or waiting).
@@ -415,7 +379,7 @@ impl<T: Hash + Eq + Clone> Core<T> {
     pub(crate) fn shut_down(&mut self, drain: bool) {
         self.shutting_down = true;
         self.drain = drain;
-        for Reverse(delayed) in std::mem::take(&mut self.delayed) {
+        for delayed in self.delays.take_all() {
             if let Some(entry) = self.entries.get_mut(&delayed.item)
                 && entry.has(WAITING)
             {
@@ -427,5 +391,97 @@ impl<T: Hash + Eq + Clone> Core<T> {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn core() -> Core<u32> {
+        Core::new(None)
+    }
+
+    #[test]
+    fn finished_items_leave_no_state_behind() {
+        let mut core = core();
+        assert!(core.add(1, 0));
+        assert!(!core.add(1, 0));
+        assert!(core.add(2, 5));
+        assert_eq!(core.pop(), Some(2));
+        assert!(!core.add(2, 0), "marked for requeue only");
+        assert_eq!(core.known(), 2);
+        let out = core.done(&2);
+        assert!(out.requeued && out.idle);
+        assert_eq!(core.pop(), Some(1));
+        assert_eq!(core.pop(), Some(2));
+        assert!(!core.done(&1).idle);
+        assert!(core.done(&2).idle);
+        assert_eq!(core.known(), 0);
+        assert_eq!(core.len(), 0);
+        assert_eq!(core.processing(), 0);
+    }
+
+    #[test]
+    fn done_on_an_idle_item_changes_nothing() {
+        let mut core = core();
+        core.add(1, 0);
+        let out = core.done(&1);
+        assert!(!out.requeued);
+        assert_eq!(core.len(), 1);
+        assert_eq!(core.processing(), 0);
+        assert_eq!(core.pop(), Some(1));
+        assert_eq!(core.pop(), None);
+    }
+
+    #[test]
+    fn an_earlier_due_time_supersedes_the_pending_copy() {
+        let mut core = core();
+        let now = Instant::now();
+        assert!(core.add_at(1, now + Duration::from_secs(5), 0));
+        assert!(
+            !core.add_at(1, now + Duration::from_secs(9), 0),
+            "later: ignored"
+        );
+        assert_eq!(core.delayed_copies(), 1);
+        assert!(core.add_at(1, now + Duration::from_secs(2), 0));
+        assert_eq!(core.delayed_copies(), 2, "the old copy is left to expire");
+        assert_eq!(core.next_due(), Some(now + Duration::from_secs(2)));
+        assert_eq!(core.fire_due(now + Duration::from_secs(3)), 1);
+        assert_eq!(core.fire_due(now + Duration::from_secs(6)), 0, "stale copy");
+        assert_eq!(core.delayed_copies(), 0);
+        assert_eq!(core.pop(), Some(1));
+        core.done(&1);
+        assert_eq!(core.known(), 0);
+    }
+
+    #[test]
+    fn shutdown_drops_delays_and_their_state() {
+        let mut core = core();
+        let now = Instant::now();
+        core.add_at(1, now + Duration::from_secs(1), 0);
+        core.add(2, 0);
+        core.add_at(2, now + Duration::from_secs(1), 0);
+        core.shut_down(false);
+        assert_eq!(core.delayed_copies(), 0);
+        assert_eq!(core.known(), 1, "only the queued item remains");
+        assert!(!core.add(3, 0));
+        assert!(!core.add_at(3, now, 0));
+        assert_eq!(core.pop(), Some(2));
+        assert_eq!(core.pop(), None);
+    }
+
+    #[test]
+    fn the_map_is_reset_after_a_burst_drains() {
+        let mut core = core();
+        for i in 0..10_000 {
+            core.add(i, 0);
+        }
+        while let Some(i) = core.pop() {
+            core.done(&i);
+        }
+        assert_eq!(core.known(), 0);
+        assert_eq!(core.removals, 0, "table was cleared when it emptied");
     }
 }

@@ -124,6 +124,7 @@
 
 mod builder;
 mod core;
+mod delays;
 mod driver;
 mod entry;
 pub mod metrics;

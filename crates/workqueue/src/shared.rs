@@ -1,6 +1,7 @@
 //! The state every handle of one queue shares, and the parts of `get` that
 //! the future and the stream have in common.
 
+use std::cell::Cell;
 use std::hash::Hash;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker, ready};
@@ -8,6 +9,7 @@ use std::task::{Context, Poll, Waker, ready};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
+use tokio::task::coop::{RestoreOnPending, poll_proceed};
 
 use crate::core::Core;
 use crate::driver;
@@ -85,19 +87,20 @@ where
     /// when this returns `Ready(Some)`, which is what makes `get`
     /// cancel-safe.
     ///
-    /// Each item taken consumes one unit of tokio's cooperative budget, like
-    /// tokio's own channels: a worker loop on an always-full queue yields to
-    /// the other tasks of its thread (the producer, the timer task) every
-    /// so often instead of starving them.
+    /// Takes part in tokio's cooperative scheduling like tokio's own
+    /// channels (see [`coop_budget`]), so a worker loop on an always-full
+    /// queue yields to the other tasks of its thread now and then.
     pub(crate) fn poll_get(
         self: &Arc<Self>,
         slot: &mut Option<usize>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<T>> {
-        let coop = ready!(tokio::task::coop::poll_proceed(cx));
+        let coop = ready!(coop_budget(cx));
         let mut state = self.state.lock();
         if let Some(item) = state.core.pop() {
-            coop.made_progress();
+            if let Some(coop) = coop {
+                coop.made_progress();
+            }
             if let Some(key) = slot.take() {
                 state.waiters.release(key);
             }
@@ -142,4 +145,29 @@ pub(crate) fn wake(waker: Option<Waker>) {
     if let Some(waker) = waker {
         waker.wake();
     }
+}
+
+/// Items a thread hands out per unit of tokio's cooperative budget.
+const GETS_PER_BUDGET_UNIT: u32 = 16;
+
+thread_local! {
+    static GETS: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Charges tokio's cooperative budget (128 units per task poll) one unit
+/// per [`GETS_PER_BUDGET_UNIT`] items handed out on this thread. A worker
+/// loop on a queue that never empties thus yields to its thread's other
+/// tasks every couple of thousand items, instead of starving them forever
+/// (without budgeting) or every 128 items (one unit per item, which lets a
+/// fast producer outrun its workers and grow the queue).
+fn coop_budget(cx: &mut Context<'_>) -> Poll<Option<RestoreOnPending>> {
+    let n = GETS.with(|gets| {
+        let n = gets.get().wrapping_add(1);
+        gets.set(n);
+        n
+    });
+    if n % GETS_PER_BUDGET_UNIT != 0 {
+        return Poll::Ready(None);
+    }
+    poll_proceed(cx).map(Some)
 }
