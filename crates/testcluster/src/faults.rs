@@ -33,6 +33,37 @@
 //!
 //! The random stream is the one of `rand`'s `StdRng`, which is stable for a
 //! given `rand` version but not promised across `rand` major versions.
+//!
+//! # Example
+//!
+//! ```
+//! use ctrlkit_testcluster::{TestCluster, TestClusterConfig, faults::*};
+//! use k8s_openapi::api::core::v1::Pod;
+//! use kube::Api;
+//!
+//! # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // Every `get` fails with 500; the seed fixes which requests fail when
+//! // the rate is below 1.
+//! let faults = FaultConfig::default()
+//!     .with_error(ErrorRule::verb("get", 1.0, ErrorKind::InternalError));
+//! let tc = TestCluster::start(TestClusterConfig::default().with_seed(7).with_faults(faults))
+//!     .await?;
+//! let pods: Api<Pod> = Api::default_namespaced(tc.client());
+//! let err = pods.get("anything").await.unwrap_err();
+//! assert!(matches!(err, kube::Error::Api(s) if s.code == 500));
+//!
+//! let log = tc.faults().log();
+//! assert_eq!(log[0].kind, FaultKind::Error(ErrorKind::InternalError));
+//! assert_eq!((log[0].verb.as_str(), log[0].resource.as_str()), ("get", "pods"));
+//!
+//! // Arm a one-shot 410 Gone for the next pod watch; switch faults off.
+//! tc.faults().force_gone_next_watch(Some("pods"));
+//! tc.faults().set_config(FaultConfig::none());
+//! tc.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
 
 use std::{collections::VecDeque, fmt, sync::Arc, time::Duration};
 

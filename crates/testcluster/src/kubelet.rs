@@ -38,7 +38,46 @@
 //! The simulation talks to the API server only through the
 //! [`kube::Client`] it is given (a `kube_runtime` watcher on pods, the binding
 //! subresource, merge patches of `pods/status`, deletes), like a real node
-//! would. Its timers are tokio timers.
+//! would. Its timers are tokio timers. See `docs/kubelet-and-faults.md` in
+//! the crate for the full behaviour.
+//!
+//! ```
+//! use std::time::Duration;
+//! use ctrlkit_testcluster::{TestCluster, TestClusterConfig, kubelet::KubeletConfig};
+//! use k8s_openapi::api::core::v1::Pod;
+//! use kube::{Api, api::PostParams, runtime::wait::await_condition};
+//!
+//! # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // One node with room for one pod.
+//! let config = TestClusterConfig::default().with_kubelet(KubeletConfig::with_nodes(1, 1));
+//! let tc = TestCluster::start(config).await?;
+//! let pods: Api<Pod> = Api::default_namespaced(tc.client());
+//! let pod: Pod = serde_json::from_value(serde_json::json!({
+//!     "metadata": {"name": "web"},
+//!     "spec": {"containers": [{"name": "app", "image": "nginx"}]},
+//! }))?;
+//! pods.create(&PostParams::default(), &pod).await?;
+//!
+//! // Bound to node-1, Running, then Ready.
+//! let ready = |p: Option<&Pod>| {
+//!     p.and_then(|p| p.status.as_ref()?.conditions.clone())
+//!         .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+//! };
+//! let guard = Duration::from_secs(60);
+//! tokio::time::timeout(guard, await_condition(pods.clone(), "web", ready)).await??;
+//!
+//! // A container crash counts as a restart.
+//! let kubelet = tc.kubelet().expect("configured");
+//! kubelet.crash_pod("default", "web").await?;
+//! let pod = pods.get("web").await?;
+//! let restarts = pod.status.and_then(|s| s.container_statuses).map(|cs| cs[0].restart_count);
+//! assert_eq!(restarts, Some(1));
+//! assert_eq!(kubelet.stats().crashes, 1);
+//! tc.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
 
 use std::{
     collections::{BTreeMap, HashMap, HashSet, VecDeque},
