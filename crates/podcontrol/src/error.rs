@@ -1,4 +1,5 @@
 use kube::core::Status;
+use kube::core::response::reason;
 use thiserror::Error;
 
 /// The `StatusCause` type the API server attaches to a create refused because
@@ -68,14 +69,16 @@ impl PodControlError {
 
     /// Whether the object did not exist (HTTP 404 / reason `NotFound`).
     pub fn is_not_found(&self) -> bool {
-        self.status().is_some_and(Status::is_not_found)
+        self.status()
+            .is_some_and(|s| reason_or_code(s, reason::NOT_FOUND, 404))
     }
 
     /// Whether the request conflicted with the stored object (HTTP 409 /
     /// reason `Conflict`), e.g. a stale resourceVersion or a failed UID
     /// precondition.
     pub fn is_conflict(&self) -> bool {
-        self.status().is_some_and(Status::is_conflict)
+        self.status()
+            .is_some_and(|s| reason_or_code(s, reason::CONFLICT, 409))
     }
 
     /// Whether an object with that name already exists (reason
@@ -88,7 +91,9 @@ impl PodControlError {
     /// `Forbidden`). Also true for [`NamespaceTerminating`](Self::NamespaceTerminating).
     pub fn is_forbidden(&self) -> bool {
         matches!(self, Self::NamespaceTerminating { .. })
-            || self.status().is_some_and(Status::is_forbidden)
+            || self
+                .status()
+                .is_some_and(|s| reason_or_code(s, reason::FORBIDDEN, 403))
     }
 
     /// Whether the request was rejected as invalid: an API validation error
@@ -96,7 +101,9 @@ impl PodControlError {
     /// before sending anything.
     pub fn is_invalid(&self) -> bool {
         matches!(self, Self::InvalidTemplate(_) | Self::InvalidPatch(_))
-            || self.status().is_some_and(Status::is_invalid)
+            || self
+                .status()
+                .is_some_and(|s| reason_or_code(s, reason::INVALID, 422))
     }
 
     /// Whether the create was refused because the namespace is being deleted.
@@ -123,13 +130,34 @@ pub fn is_namespace_terminating_status(status: &Status) -> bool {
             .any(|c| c.reason == NAMESPACE_TERMINATING_CAUSE)
     });
     has_cause
-        || (status.is_forbidden() && status.message.contains("because it is being terminated"))
+        || (reason_or_code(status, reason::FORBIDDEN, 403)
+            && status.message.contains("because it is being terminated"))
+}
+
+/// apimachinery's rule: the reason decides; the HTTP code only counts when the
+/// server sent no reason it knows. (kube-core 5's `Status::is_not_found` and
+/// friends test whether the *expected* reason is known, which it always is, so
+/// a bare 404 with an empty reason would not be recognised.)
+fn reason_or_code(status: &Status, expected: &str, code: u16) -> bool {
+    status.reason == expected || (!reason::is_known(&status.reason) && status.code == code)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use kube::core::response::{StatusCause, StatusDetails};
+
+    #[test]
+    fn falls_back_to_the_code_when_the_reason_is_missing_or_unknown() {
+        let bare = PodControlError::api_status(404, "", "not found");
+        assert!(bare.is_not_found());
+        let odd = PodControlError::api_status(422, "SomethingNew", "bad");
+        assert!(odd.is_invalid());
+        // A known reason wins over the code.
+        let conflict = PodControlError::api_status(404, "Conflict", "odd proxy");
+        assert!(conflict.is_conflict());
+        assert!(!conflict.is_not_found());
+    }
 
     #[test]
     fn classifies_api_statuses() {
