@@ -283,6 +283,20 @@ fn stock_kubectl_works_against_the_binary() {
     let pod = dir.path().join("pod.yaml");
     std::fs::write(&pod, POD).unwrap();
     k.run(&["create", "-f", pod.to_str().unwrap()]);
+    let deadline = Instant::now() + GUARD;
+    let mut seen = Vec::new();
+    let next_event = |seen: &Vec<String>| loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let ev = events
+            .recv_timeout(left)
+            .unwrap_or_else(|_| panic!("watch output incomplete, saw {seen:?}"));
+        if ev["object"]["metadata"]["name"] == "watched" {
+            return ev["type"].as_str().unwrap().to_owned();
+        }
+    };
+    // The pod shows up (from kubectl's initial list or its watch); from
+    // then on kubectl's watch sees every change.
+    seen.push(next_event(&seen));
     k.run(&[
         "wait",
         "--for=condition=Ready",
@@ -294,17 +308,8 @@ fn stock_kubectl_works_against_the_binary() {
     assert!(pod_json["spec"]["nodeName"].as_str().is_some());
     // kubectl delete waits until the kubelet has finished the deletion.
     k.run(&["delete", "pod", "watched", "--timeout=60s"]);
-
-    let deadline = Instant::now() + GUARD;
-    let mut seen = Vec::new();
     while !seen.iter().any(|t| t == "DELETED") {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let ev = events
-            .recv_timeout(left)
-            .unwrap_or_else(|_| panic!("watch output incomplete, saw {seen:?}"));
-        if ev["object"]["metadata"]["name"] == "watched" {
-            seen.push(ev["type"].as_str().unwrap().to_owned());
-        }
+        seen.push(next_event(&seen));
     }
     assert_eq!(seen.first().map(String::as_str), Some("ADDED"), "{seen:?}");
     assert!(seen.iter().any(|t| t == "MODIFIED"), "{seen:?}");

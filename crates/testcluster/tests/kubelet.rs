@@ -260,6 +260,11 @@ async fn crash_restarts_containers_and_readiness_can_be_forced() {
         }
     });
 
+    // Once the watcher has listed the pod, it sees every later change.
+    tokio::time::timeout(GUARD, seen.recv())
+        .await
+        .expect("watcher never listed the pod")
+        .unwrap();
     kubelet.crash_pod("default", "crashy").await.unwrap();
     let restarts = |p: &Pod| {
         p.status
