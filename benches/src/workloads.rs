@@ -16,11 +16,64 @@ use tokio::task::JoinHandle;
 
 use crate::stats::{Distribution, nanos};
 
-/// How many `add`s a producer task makes before yielding to the scheduler,
-/// as a producer fed by a watch stream would. Without yields a woken worker
-/// parked in the producer thread's LIFO slot could not run until the
-/// producer finished.
+/// How many `add_after`s the W3 producer makes before yielding to the
+/// scheduler, as a producer fed by a watch stream would.
 pub const PRODUCER_YIELD_EVERY: u64 = 1024;
+
+/// How often (in adds) a [`Pacing::Backlog`] producer looks at the backlog.
+const BACKLOG_CHECK_EVERY: u64 = 32;
+
+/// How the producer of W1/W2 shares the runtime with the workers.
+///
+/// A producer task that never yields keeps the worker it woke in its
+/// thread's LIFO slot (which other threads cannot steal) until it returns,
+/// and a producer faster than the workers builds a backlog of up to every
+/// item, which makes every operation of any hash-based queue memory-bound.
+/// The figures therefore depend on the pacing, which is part of each result's
+/// parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pacing {
+    /// Every 32 adds, yield to the scheduler for as long as more than this
+    /// many items are queued. The workers set the pace: the figure is the
+    /// sustainable throughput with a bounded backlog. The default, with 1024.
+    Backlog(usize),
+    /// Yield after every `n` adds, whatever the backlog (free-running).
+    YieldEvery(u64),
+}
+
+impl Default for Pacing {
+    fn default() -> Self {
+        Pacing::Backlog(1024)
+    }
+}
+
+impl std::fmt::Display for Pacing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Pacing::Backlog(n) => write!(f, "backlog:{n}"),
+            Pacing::YieldEvery(n) => write!(f, "yield:{n}"),
+        }
+    }
+}
+
+impl std::str::FromStr for Pacing {
+    type Err = String;
+
+    /// Parses `backlog:N` or `yield:N` (N ≥ 1).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || format!("expected backlog:N or yield:N with N >= 1, got {s:?}");
+        let (kind, n) = s.split_once(':').ok_or_else(bad)?;
+        let n: u64 = n.parse().map_err(|_| bad())?;
+        if n == 0 {
+            return Err(bad());
+        }
+        match kind {
+            "backlog" => Ok(Pacing::Backlog(usize::try_from(n).map_err(|_| bad())?)),
+            "yield" => Ok(Pacing::YieldEvery(n)),
+            _ => Err(bad()),
+        }
+    }
+}
 
 /// Result of a throughput run (W1, W2).
 #[derive(Debug, Clone, Copy)]
@@ -33,6 +86,9 @@ pub struct Throughput {
     pub producer_wall: Duration,
     /// Time from the first `add` until every worker saw the queue drained.
     pub wall: Duration,
+    /// Largest queue length the producer saw (sampled when it checks or
+    /// yields): how far the workers fell behind.
+    pub max_backlog: usize,
 }
 
 impl Throughput {
@@ -69,9 +125,15 @@ fn spawn_drainers(queue: &WorkQueue<u64>, workers: usize) -> Vec<JoinHandle<u64>
 /// `workers` tasks get + done; the producer shuts the queue down after its
 /// last add and the workers drain what is left.
 ///
-/// W1 is `keyed_throughput(1_000_000, 1_000_000, workers)` (all keys
-/// distinct), W2 is `keyed_throughput(2_000_000, 1_000, 4)` (a dedup storm).
-pub async fn keyed_throughput(adds: u64, distinct_keys: u64, workers: usize) -> Throughput {
+/// `pacing` says when the producer yields to the scheduler. W1 is
+/// `keyed_throughput(1_000_000, 1_000_000, workers, _)` (all keys distinct),
+/// W2 is `keyed_throughput(2_000_000, 1_000, 4, _)` (a dedup storm).
+pub async fn keyed_throughput(
+    adds: u64,
+    distinct_keys: u64,
+    workers: usize,
+    pacing: Pacing,
+) -> Throughput {
     let distinct_keys = distinct_keys.max(1);
     let queue = WorkQueue::<u64>::new();
     let drainers = spawn_drainers(&queue, workers);
@@ -79,18 +141,31 @@ pub async fn keyed_throughput(adds: u64, distinct_keys: u64, workers: usize) -> 
     let producer = {
         let queue = queue.clone();
         tokio::spawn(async move {
+            let mut max_backlog = 0;
             for i in 0..adds {
                 queue.add(i % distinct_keys);
-                if i % PRODUCER_YIELD_EVERY == PRODUCER_YIELD_EVERY - 1 {
-                    tokio::task::yield_now().await;
+                match pacing {
+                    Pacing::YieldEvery(n) if i % n.max(1) == n.max(1) - 1 => {
+                        max_backlog = max_backlog.max(queue.len());
+                        tokio::task::yield_now().await;
+                    }
+                    Pacing::Backlog(bound) if i.is_multiple_of(BACKLOG_CHECK_EVERY) => {
+                        let mut backlog = queue.len();
+                        max_backlog = max_backlog.max(backlog);
+                        while backlog > bound {
+                            tokio::task::yield_now().await;
+                            backlog = queue.len();
+                        }
+                    }
+                    _ => {}
                 }
             }
             let producer_wall = start.elapsed();
             queue.shut_down();
-            producer_wall
+            (producer_wall, max_backlog)
         })
     };
-    let producer_wall = producer.await.unwrap_or_default();
+    let (producer_wall, max_backlog) = producer.await.unwrap_or_default();
     let mut processed = 0;
     for drainer in drainers {
         processed += drainer.await.unwrap_or(0);
@@ -100,6 +175,7 @@ pub async fn keyed_throughput(adds: u64, distinct_keys: u64, workers: usize) -> 
         processed,
         producer_wall,
         wall: start.elapsed(),
+        max_backlog,
     }
 }
 
@@ -129,7 +205,9 @@ pub async fn delayed(items: u64, max_delay: Duration, workers: usize, seed: u64)
         .collect();
 
     let queue = WorkQueue::<u64>::new();
-    let base = Instant::now();
+    // tokio's clock, which the queue's timer uses too: with paused time
+    // (tests) lateness stays meaningful; otherwise it is the std clock.
+    let base = tokio::time::Instant::now();
     let processed = Arc::new(AtomicU64::new(0));
     let workers: Vec<JoinHandle<Vec<(u64, i64)>>> = (0..workers.max(1))
         .map(|_| {

@@ -10,13 +10,17 @@ use std::time::Duration;
 
 use ctrlkit_benches::floor::{CycleFloor, cycle_floor, handoff_floor};
 use ctrlkit_benches::stats::{Distribution, median};
-use ctrlkit_benches::workloads::{PRODUCER_YIELD_EVERY, delayed, keyed_throughput, latency};
+use ctrlkit_benches::workloads::{
+    PRODUCER_YIELD_EVERY, Pacing, delayed, keyed_throughput, latency,
+};
 use serde_json::{Value, json};
 
 const USAGE: &str = "usage: workload [--only W1,W2,W3,W4] [--runs N] [--scale F]
   --only   comma-separated workloads to run (default: all); floors always run
   --runs   runs per workload; figures are medians (default 3)
-  --scale  multiply item and round counts, e.g. 0.01 for a smoke test (default 1)";
+  --scale  multiply item and round counts, e.g. 0.01 for a smoke test (default 1)
+  --pacing backlog:N (default backlog:1024): the W1/W2 producer yields while
+           more than N items are queued; yield:N: it yields every N adds";
 
 const ALL: [&str; 4] = ["W1", "W2", "W3", "W4"];
 const W3_SEED: u64 = 0x5eed;
@@ -25,6 +29,7 @@ struct Args {
     only: Vec<String>,
     runs: usize,
     scale: f64,
+    pacing: Pacing,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -32,6 +37,7 @@ fn parse_args() -> Result<Args, String> {
         only: ALL.iter().map(|s| s.to_string()).collect(),
         runs: 3,
         scale: 1.0,
+        pacing: Pacing::default(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -64,6 +70,11 @@ fn parse_args() -> Result<Args, String> {
                     return Err("--scale must be a positive number".into());
                 }
             }
+            "--pacing" => {
+                args.pacing = value("--pacing")?
+                    .parse()
+                    .map_err(|e| format!("--pacing: {e}"))?;
+            }
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other}")),
         }
@@ -86,7 +97,26 @@ fn med<R>(runs: &[R], f: impl Fn(&R) -> f64) -> f64 {
     median(&runs.iter().map(f).collect::<Vec<_>>())
 }
 
-fn emit(line: Value) {
+/// The 1-minute load average (Linux), so a result taken on a busy machine
+/// says so.
+fn load_average() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// Prints one result line, stamped with the machine's load at that moment.
+fn emit(mut line: Value) {
+    if let Some(fields) = line.as_object_mut() {
+        fields.insert("load_avg_1m".into(), json!(load_average()));
+        fields.insert(
+            "cores".into(),
+            json!(std::thread::available_parallelism().map_or(0, |n| n.get())),
+        );
+    }
     println!("{line}");
 }
 
@@ -152,7 +182,7 @@ fn main() -> ExitCode {
         let items = scaled(1_000_000);
         for (workers, target_abs, target_ratio) in [(1, 3.6e6, 0.17), (4, 5.5e6, 0.25)] {
             let results: Vec<_> = (0..runs)
-                .map(|_| runtime.block_on(keyed_throughput(items, items, workers)))
+                .map(|_| runtime.block_on(keyed_throughput(items, items, workers, args.pacing)))
                 .collect();
             let rate = med(&results, |r| r.items_per_sec());
             let ratio = median(
@@ -166,9 +196,10 @@ fn main() -> ExitCode {
                 "id": "W1",
                 "what": "one producer adds distinct u64 keys while workers get+done",
                 "params": { "items": items, "workers": workers, "threads": threads,
-                            "producer_yield_every": PRODUCER_YIELD_EVERY, "runs": runs },
+                            "pacing": args.pacing.to_string(), "runs": runs },
                 "m_items_per_sec": rate / 1e6,
                 "wall_s": med(&results, |r| r.wall.as_secs_f64()),
+                "max_backlog": med(&results, |r| r.max_backlog as f64),
                 "floor": "F1",
                 "ratio_to_floor": ratio,
                 "per_run_m_items_per_sec": results.iter().map(|r| r.items_per_sec() / 1e6).collect::<Vec<_>>(),
@@ -183,7 +214,7 @@ fn main() -> ExitCode {
         let adds = scaled(2_000_000);
         let keys = 1_000.min(adds);
         let results: Vec<_> = (0..runs)
-            .map(|_| runtime.block_on(keyed_throughput(adds, keys, 4)))
+            .map(|_| runtime.block_on(keyed_throughput(adds, keys, 4, args.pacing)))
             .collect();
         let wall = med(&results, |r| r.wall.as_secs_f64());
         let add_ns = |r: &ctrlkit_benches::workloads::Throughput| {
@@ -193,10 +224,11 @@ fn main() -> ExitCode {
             "id": "W2",
             "what": "dedup storm: adds over few distinct keys while 4 workers get+done",
             "params": { "adds": adds, "distinct_keys": keys, "workers": 4, "threads": threads,
-                        "producer_yield_every": PRODUCER_YIELD_EVERY, "runs": runs },
+                        "pacing": args.pacing.to_string(), "runs": runs },
             "m_adds_per_sec": med(&results, |r| r.adds_per_sec() / 1e6),
             "items_processed": med(&results, |r| r.processed as f64),
             "wall_s": wall,
+            "max_backlog": med(&results, |r| r.max_backlog as f64),
             "floor": "F1",
             "ns_per_add_over_floor_cycle": median(
                 &results.iter().zip(&floors)
@@ -222,6 +254,7 @@ fn main() -> ExitCode {
             "id": "W3",
             "what": "distinct keys added with add_after delays uniform in 0..200 ms; lateness = get - due",
             "params": { "items": items, "max_delay_ms": 200, "workers": 2, "threads": threads,
+                        "producer_yield_every": PRODUCER_YIELD_EVERY,
                         "seed": W3_SEED, "runs": runs },
             "wall_s": med(&results, |r| r.wall.as_secs_f64()),
             "wall_over_max_delay": med(&results, |r| r.wall.as_secs_f64() / max_delay.as_secs_f64()),
