@@ -149,3 +149,8 @@ pub use metrics::{MetricsProvider, ReconcileResult};
 #[cfg(feature = "prometheus")]
 pub use prometheus::PrometheusMetricsProvider;
 pub use workers::{Stopped, Workers};
+
+/// Compiles and runs the README's example as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

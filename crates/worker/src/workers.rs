@@ -186,14 +186,17 @@ where
     ///
     /// When `shutdown` completes, `run`
     ///
-    /// 1. stops the workers from taking new keys (keys still queued are not
-    ///    synced),
+    /// 1. stops the workers from taking new keys (keys still queued or
+    ///    waiting for a delay are not synced; they go with the queue),
     /// 2. shuts the queue down with
     ///    [`shut_down_with_drain`](WorkQueue::shut_down_with_drain), so
-    ///    later adds are ignored,
-    /// 3. waits for the syncs in flight to finish and the queue to drain,
-    ///    at most for the [grace period](Self::grace_period) if one is set;
-    ///    when it ends, the remaining syncs are cancelled,
+    ///    later adds, including retries asked for by the syncs still
+    ///    running, are ignored,
+    /// 3. waits for the syncs in flight to finish and the drain to complete
+    ///    (which also waits for keys that other consumers of the same queue
+    ///    hold), at most for the [grace period](Self::grace_period) if one
+    ///    is set; when it ends, the remaining syncs are cancelled at their
+    ///    next `.await`,
     ///
     /// and returns. The queue stays shut down: a controller that stops does
     /// not come back with the same queue.
