@@ -160,15 +160,17 @@ where
         self
     }
 
-    /// Shows keys in spans and logs with `format`.
+    /// Shows keys in spans and logs with `format` (a function or a
+    /// non-capturing closure), for keys without a suitable `Display`.
     pub fn format_keys(mut self, format: fn(&T, &mut fmt::Formatter<'_>) -> fmt::Result) -> Self {
         self.key_format = format;
         self
     }
 
-    /// Runs the workers until `shutdown` completes (its output is ignored)
-    /// or the queue is shut down by someone else, then returns how it
-    /// ended. Must be called within a tokio runtime; each worker is a
+    /// Runs the workers until `shutdown` completes (its output is ignored;
+    /// for example a tokio-util `CancellationToken`'s `cancelled_owned()`,
+    /// a oneshot receiver, or `tokio::signal::ctrl_c()`) or the queue is
+    /// shut down by someone else, then returns how it ended. Must be called within a tokio runtime; each worker is a
     /// spawned task, so a multi-threaded runtime syncs keys in parallel.
     ///
     /// Each worker loops: [`get`](WorkQueue::get) a key, sync it, then

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{let_it_run, queue, start};
-use ctrlkit_worker::{Action, Workers};
+use ctrlkit_worker::{Action, Stopped, Workers};
 use ctrlkit_workqueue::WorkQueue;
 
 /// Tracks the keys being synced; any key entered twice is a violation.
@@ -122,15 +122,13 @@ async fn exclusivity_holds_on_a_multi_threaded_runtime() {
     for producer in producers {
         producer.await.unwrap();
     }
-    // Deadlock guard only: wait until the queue is idle.
-    tokio::time::timeout(Duration::from_secs(60), async {
-        while !queue.is_empty() || !in_flight.keys.lock().unwrap().is_empty() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    })
-    .await
-    .expect("the workers drained the queue");
-    running.stop().await;
+    // The workers sync every key still queued, then `run` returns.
+    queue.shut_down();
+    let stopped = tokio::time::timeout(Duration::from_secs(120), running.handle)
+        .await
+        .expect("deadlock guard: the workers drained the queue")
+        .unwrap();
+    assert_eq!(stopped, Stopped::QueueShutDown);
 
     assert!(in_flight.violations.lock().unwrap().is_empty());
     assert!(in_flight.peak.load(Ordering::SeqCst) <= WORKERS);
