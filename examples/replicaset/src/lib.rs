@@ -1,1 +1,117 @@
-//! Work in progress.
+//! The ReplicaSet and ReplicationController controllers of the
+//! kube-controller-manager, rebuilt from ctrlkit's crates.
+//!
+//! # What the controller does
+//!
+//! A ReplicaSet (or its predecessor, the ReplicationController) says "keep
+//! `spec.replicas` pods matching `spec.selector` alive, made from
+//! `spec.template`". The controller watches owners and pods through shared
+//! informers and, for every owner that may need work, runs a *sync*:
+//!
+//! 1. **Expectations first.** If the owner is still waiting to *see* pods it
+//!    created or deleted in an earlier sync (the informer lags the API
+//!    server), it does not create or delete more; it only reports status.
+//!    Expectations expire after 5 minutes in case a watch event was lost.
+//! 2. **Find its pods.** The pods it controls plus the namespace's orphans,
+//!    from an index on the pod cache (the cost is proportional to the
+//!    owner's own pods, as upstream since 1.33). Finished and terminating
+//!    pods do not count.
+//! 3. **Claim.** Orphans matching the selector are adopted (after one live
+//!    read confirming the owner still exists and is not being deleted);
+//!    owned pods that stopped matching are released.
+//! 4. **Manage.** Too few pods: create the difference, at most
+//!    [`BURST_REPLICAS`] (500) per sync, in slow-start batches 1, 2, 4, …
+//!    that stop at the first failure. Too many: delete the surplus, least
+//!    valuable first (unscheduled, pending, not ready, low deletion cost,
+//!    crowded node, recently ready, many restarts, young).
+//! 5. **Status.** Write `replicas`, `fullyLabeledReplicas`, `readyReplicas`,
+//!    `availableReplicas`, `terminatingReplicas` (ReplicaSets only),
+//!    `observedGeneration` and a `ReplicaFailure` condition
+//!    (`FailedCreate`/`FailedDelete`) while creating or deleting fails.
+//!    Nothing is written when nothing changed; a failed write is retried
+//!    once after a fresh read.
+//! 6. **Requeue** after `minReadySeconds` while some ready pods are not yet
+//!    available, since nothing announces that moment.
+//!
+//! [`ReplicaSetController`] and [`ReplicationManager`] are the same generic
+//! [`Controller`] over the [`ReplicaOwner`] trait, which both API types
+//! implement. The binaries and the operational shell (metrics, health,
+//! leader election) are in [`ops`] and [`cli`].
+//!
+//! # Example
+//!
+//! A unit-test style run: informers fed by hand, a fake pod control, and a
+//! tiny in-memory [`OwnerClient`]. Against a cluster use
+//! [`Controller::new`] with a [`SharedInformerFactory`](ctrlkit_informer::SharedInformerFactory)
+//! and [`Controller::run`].
+//!
+//! ```
+//! use std::sync::Arc;
+//! use ctrlkit_informer::Informer;
+//! use ctrlkit_podcontrol::FakePodControl;
+//! use ctrlkit_replicaset::{ControllerOptions, OwnerClient, ReplicaSetController};
+//! use k8s_openapi::api::{apps::v1::ReplicaSet, core::v1::Pod};
+//! use kube::runtime::watcher::Event;
+//!
+//! /// Accepts every status write.
+//! struct Accept;
+//! #[async_trait::async_trait]
+//! impl OwnerClient<ReplicaSet> for Accept {
+//!     async fn get(&self, _: &str, _: &str) -> Result<Option<ReplicaSet>, kube::Error> {
+//!         Ok(None)
+//!     }
+//!     async fn update_status(&self, rs: &ReplicaSet) -> Result<ReplicaSet, kube::Error> {
+//!         Ok(rs.clone())
+//!     }
+//! }
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let pods = Informer::<Pod>::manual().build();
+//! let replica_sets = Informer::<ReplicaSet>::manual().build();
+//! let fake = FakePodControl::new();
+//! let controller = ReplicaSetController::from_parts(
+//!     pods.clone(),
+//!     replica_sets.clone(),
+//!     Arc::new(fake.clone()),
+//!     Arc::new(Accept),
+//!     ControllerOptions::default(),
+//! );
+//!
+//! let rs: ReplicaSet = serde_json::from_value(serde_json::json!({
+//!     "metadata": {"name": "web", "namespace": "default", "uid": "rs-1", "resourceVersion": "1"},
+//!     "spec": {
+//!         "replicas": 3,
+//!         "selector": {"matchLabels": {"app": "web"}},
+//!         "template": {
+//!             "metadata": {"labels": {"app": "web"}},
+//!             "spec": {"containers": [{"name": "app", "image": "nginx"}]}
+//!         }
+//!     }
+//! })).unwrap();
+//! replica_sets.apply_event(Event::Apply(rs));
+//! // The add handler queued the ReplicaSet.
+//! assert_eq!(controller.queue().try_get().as_deref(), Some("default/web"));
+//!
+//! controller.sync("default/web").await.unwrap();
+//! assert_eq!(fake.create_count(), 3);
+//! // Until the informer shows the three pods, the next sync creates none.
+//! controller.sync("default/web").await.unwrap();
+//! assert_eq!(fake.create_count(), 3);
+//! # });
+//! ```
+
+pub mod cli;
+mod compat;
+mod controller;
+mod error;
+pub mod ops;
+mod owner;
+
+pub use controller::{
+    BURST_REPLICAS, Controller, ControllerMetrics, ControllerOptions, DEFAULT_WORKERS,
+    FAILED_CREATE_REASON, FAILED_DELETE_REASON, KubeOwnerClient, OwnerClient, ReplicaSetController,
+    ReplicationManager, calculate_status, desired_replicas, object_key, split_key,
+    status_unchanged,
+};
+pub use error::Error;
+pub use owner::{REPLICA_FAILURE, ReplicaCondition, ReplicaOwner, ReplicaStatus};

@@ -1,0 +1,188 @@
+//! Creating and deleting pods to reach the desired count (upstream's
+//! `manageReplicas`).
+
+use std::sync::Arc;
+
+use ctrlkit_batch::{SLOW_START_INITIAL_BATCH_SIZE, slow_start_batch};
+use ctrlkit_podcontrol::pod::is_pod_active;
+use ctrlkit_podcontrol::ranking::pods_to_delete;
+use ctrlkit_refmanager::OwnerMeta;
+use futures::future::join_all;
+use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
+use k8s_openapi::jiff::Timestamp;
+
+use super::Shared;
+use super::keys::{object_key, pod_key};
+use super::status::desired_replicas;
+use crate::Error;
+use crate::owner::ReplicaOwner;
+
+impl<O: ReplicaOwner> Shared<O> {
+    /// Creates or deletes at most `burst_replicas` pods so that `active`
+    /// (the owner's claimed active pods) moves towards the desired count.
+    ///
+    /// Expectations are set before any call: creations as a count, lowered
+    /// again for every create that failed or was never attempted;
+    /// deletions by pod key, lowered for every delete that failed.
+    pub(crate) async fn manage_replicas(
+        &self,
+        owner: &Arc<O>,
+        active: Vec<Arc<Pod>>,
+    ) -> Result<(), Error> {
+        let key = object_key(owner.as_ref());
+        let desired = i64::from(desired_replicas(owner.as_ref()));
+        let have = i64::try_from(active.len()).unwrap_or(i64::MAX);
+        let burst = i64::try_from(self.burst_replicas).unwrap_or(i64::MAX);
+        let diff = have - desired;
+        if diff < 0 {
+            let count = usize::try_from((-diff).min(burst)).unwrap_or(0);
+            tracing::debug!(key, need = -diff, creating = count, "too few replicas");
+            self.create_pods(&key, owner, count).await
+        } else if diff > 0 {
+            let count = usize::try_from(diff.min(burst)).unwrap_or(0);
+            tracing::debug!(key, need = diff, deleting = count, "too many replicas");
+            self.delete_pods(&key, owner, active, count).await
+        } else {
+            Ok(())
+        }
+    }
+
+    async fn create_pods(&self, key: &str, owner: &Arc<O>, count: usize) -> Result<(), Error> {
+        let owner_meta = OwnerMeta::from_resource(owner.as_ref())?;
+        let controller_ref = owner_meta.controller_ref();
+        let object_ref = owner.object_ref(&());
+        let namespace = owner.meta().namespace.clone().unwrap_or_default();
+        let empty = PodTemplateSpec::default();
+        let template = owner.template().unwrap_or(&empty);
+
+        // Set before the first create so the informer's observations of
+        // these pods are counted against it.
+        self.expectations.expect_creations(key, count);
+        let pod_control = &self.pod_control;
+        let result = slow_start_batch(count, SLOW_START_INITIAL_BATCH_SIZE, |_| {
+            let (namespace, controller_ref, object_ref) =
+                (&namespace, &controller_ref, &object_ref);
+            async move {
+                match pod_control
+                    .create_pods(namespace, template, object_ref, controller_ref)
+                    .await
+                {
+                    Ok(_) => Ok(()),
+                    // The namespace is going away: nothing to retry, and
+                    // the expectation stays until the owner is gone.
+                    Err(e) if e.is_namespace_terminating() => Ok(()),
+                    Err(e) => Err(e),
+                }
+            }
+        })
+        .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(batch) => {
+                let skipped = batch.unsuccessful();
+                tracing::debug!(
+                    key,
+                    skipped,
+                    "slow-start failure; skipping the remaining creates and lowering expectations"
+                );
+                // The informer will never show these pods.
+                self.expectations
+                    .lower(key, i64::try_from(skipped).unwrap_or(i64::MAX), 0);
+                Err(Error::CreatePods(batch.error))
+            }
+        }
+    }
+
+    async fn delete_pods(
+        &self,
+        key: &str,
+        owner: &Arc<O>,
+        active: Vec<Arc<Pod>>,
+        count: usize,
+    ) -> Result<(), Error> {
+        let related = self.related_pods(owner.as_ref());
+        let victims = pods_to_delete(active, &related, count, Timestamp::now());
+        let victim_keys: Vec<String> = victims.iter().map(pod_key).collect();
+        // Set before the deletes, by key, so a pod seen terminating and then
+        // gone counts once.
+        self.expectations
+            .expect_deletions(key, victim_keys.iter().cloned());
+        let object_ref = owner.object_ref(&());
+        let deletes = victims.iter().zip(&victim_keys).map(|(pod, pod_key)| {
+            let object_ref = &object_ref;
+            async move {
+                let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
+                let name = pod.metadata.name.as_deref().unwrap_or_default();
+                let result = self
+                    .pod_control
+                    .delete_pod(namespace, name, object_ref, None)
+                    .await;
+                if let Err(error) = &result {
+                    tracing::debug!(key, pod = pod_key, %error, "failed to delete pod");
+                    // The informer will never show this deletion.
+                    self.expectations.deletion_observed(key, pod_key);
+                }
+                result
+            }
+        });
+        let first_error = join_all(deletes).await.into_iter().find_map(Result::err);
+        match first_error {
+            Some(error) => Err(Error::DeletePods(error)),
+            None => Ok(()),
+        }
+    }
+
+    /// Pods of the owners that share this owner's controller (for a
+    /// ReplicaSet: its Deployment's ReplicaSets), this owner included, for
+    /// the co-location ranking. Empty for owners without a controller and
+    /// for owner types that do not rank by related owners.
+    ///
+    /// Upstream lists each related owner's pods by label selector across
+    /// the namespace; here each related owner's controlled pods come from
+    /// the controller index and are kept if they match its selector, so the
+    /// cost stays proportional to those owners' pods.
+    pub(crate) fn related_pods(&self, owner: &O) -> Vec<Arc<Pod>> {
+        if !O::RANKS_BY_RELATED_OWNERS {
+            return Vec::new();
+        }
+        let meta = owner.meta();
+        let namespace = meta.namespace.as_deref().unwrap_or_default();
+        let Some(controller) = meta
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|r| r.controller == Some(true))
+        else {
+            return Vec::new();
+        };
+        let related_owners = match self.owners.by_controller(namespace, &controller.uid, false) {
+            Ok(owners) => owners,
+            Err(error) => {
+                tracing::warn!(%error, "cannot list related owners");
+                return Vec::new();
+            }
+        };
+        let mut seen = std::collections::HashSet::new();
+        let mut pods = Vec::new();
+        for related in related_owners {
+            let Ok(selector) = related.selector() else {
+                continue;
+            };
+            let Some(uid) = related.meta().uid.as_deref() else {
+                continue;
+            };
+            let Ok(owned) = self.pods.by_controller(namespace, uid, false) else {
+                continue;
+            };
+            for pod in owned {
+                if is_pod_active(&pod)
+                    && selector.matches_meta(&pod.metadata)
+                    && seen.insert(pod.metadata.uid.clone().unwrap_or_default())
+                {
+                    pods.push(pod);
+                }
+            }
+        }
+        pods
+    }
+}

@@ -1,0 +1,183 @@
+//! One sync of one owner key (upstream's `syncReplicaSet`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ctrlkit_podcontrol::pod::{filter_active_pods, is_controlled_by, is_pod_terminating};
+use ctrlkit_refmanager::{OwnerMeta, PodControllerRefManager, RecheckOwner, Selector};
+use ctrlkit_worker::Action;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::jiff::Timestamp;
+
+use super::Shared;
+use super::keys::split_key;
+use super::status::calculate_status;
+use crate::Error;
+use crate::owner::ReplicaOwner;
+
+/// Why the live read before adopting failed.
+#[derive(Debug, thiserror::Error)]
+enum RecheckError {
+    #[error(transparent)]
+    Api(#[from] kube::Error),
+    #[error(transparent)]
+    Owner(#[from] ctrlkit_refmanager::OwnerError),
+}
+
+impl<O: ReplicaOwner> Shared<O> {
+    /// Brings the owner behind `key` towards its desired state and writes
+    /// its status. Reads only the informer caches (plus one live read of
+    /// the owner before adopting, and the status write).
+    pub(crate) async fn sync(&self, key: &str) -> Result<Action, Error> {
+        let started = tokio::time::Instant::now();
+        let result = self.sync_owner(key).await;
+        tracing::debug!(
+            kind = O::kind(&()).as_ref(),
+            key,
+            elapsed = ?started.elapsed(),
+            ok = result.is_ok(),
+            "finished syncing"
+        );
+        result
+    }
+
+    async fn sync_owner(&self, key: &str) -> Result<Action, Error> {
+        let (namespace, name) = split_key(key).ok_or_else(|| Error::InvalidKey(key.to_owned()))?;
+        let Some(owner) = self.owners.get(namespace, name) else {
+            tracing::debug!(key, "owner has been deleted");
+            self.expectations.delete_expectations(key);
+            return Ok(Action::done());
+        };
+        // Checked before reading the pods, so a pod appearing in between is
+        // seen by the next sync rather than counted twice.
+        let needs_sync = self.expectations.satisfied(key);
+
+        let selector = self.checked_selector(key, &owner).await?;
+        let uid = owner.meta().uid.clone().unwrap_or_default();
+        if let Some(replicas) = owner.spec_replicas().filter(|n| *n < 0) {
+            tracing::warn!(key, replicas, "negative spec.replicas; treating it as 0");
+        }
+
+        // The owner's own pods plus the namespace's orphans, from the index.
+        let all_pods = self.pods.by_controller(namespace, &uid, true)?;
+        let terminating = O::HAS_TERMINATING_REPLICAS.then(|| {
+            all_pods
+                .iter()
+                .filter(|p| {
+                    is_pod_terminating(p)
+                        && is_controlled_by(p, &uid)
+                        && selector.matches_meta(&p.metadata)
+                })
+                .count()
+        });
+        let active = filter_active_pods(all_pods);
+        let active = self.claim_pods(&owner, selector, active).await?;
+
+        let manage_error = if needs_sync && owner.meta().deletion_timestamp.is_none() {
+            self.manage_replicas(&owner, active.clone()).await.err()
+        } else {
+            None
+        };
+
+        let now = Timestamp::now();
+        let status = calculate_status(
+            owner.as_ref(),
+            &active,
+            terminating,
+            manage_error.as_ref(),
+            now,
+        );
+        let updated = self.update_status(owner, status).await?;
+        if let Some(error) = manage_error {
+            return Err(error);
+        }
+
+        let min_ready = updated.min_ready_seconds();
+        let status = updated.replica_status();
+        if min_ready > 0 && status.ready_replicas != status.available_replicas {
+            // Some ready pods are not available yet; nothing announces when
+            // they become so.
+            let delay = Duration::from_secs(u64::from(min_ready.unsigned_abs()));
+            return Ok(Action::requeue_after(delay));
+        }
+        Ok(Action::done())
+    }
+
+    /// The owner's selector, refusing owners that could never converge.
+    async fn checked_selector(&self, key: &str, owner: &Arc<O>) -> Result<Selector, Error> {
+        let kind = <O as k8s_openapi::Resource>::KIND;
+        let selector = match owner.selector() {
+            Ok(s) => s,
+            Err(source) => {
+                let error = Error::InvalidSelector {
+                    kind,
+                    key: key.to_owned(),
+                    source,
+                };
+                self.warn(owner, "InvalidSelector", &error).await;
+                return Err(error);
+            }
+        };
+        let template_labels = owner
+            .template()
+            .and_then(|t| t.metadata.as_ref()?.labels.clone())
+            .unwrap_or_default();
+        if !selector.matches(&template_labels) {
+            let error = Error::SelectorMismatch {
+                kind,
+                key: key.to_owned(),
+            };
+            self.warn(owner, "SelectorMismatch", &error).await;
+            return Err(error);
+        }
+        Ok(selector)
+    }
+
+    async fn warn(&self, owner: &Arc<O>, reason: &str, error: &Error) {
+        let Some(recorder) = &self.recorder else {
+            return;
+        };
+        let event = kube::runtime::events::Event {
+            type_: kube::runtime::events::EventType::Warning,
+            reason: reason.to_owned(),
+            note: Some(error.to_string()),
+            action: "Sync".to_owned(),
+            secondary: None,
+        };
+        if let Err(e) = recorder.publish(&event, &owner.object_ref(&())).await {
+            tracing::debug!(error = %e, "failed to publish event");
+        }
+    }
+
+    /// Adopts matching orphans and releases owned pods that stopped
+    /// matching; returns the pods the owner controls afterwards.
+    async fn claim_pods(
+        &self,
+        owner: &Arc<O>,
+        selector: Selector,
+        pods: Vec<Arc<Pod>>,
+    ) -> Result<Vec<Arc<Pod>>, Error> {
+        let owner_meta = OwnerMeta::from_resource(owner.as_ref())?;
+        let client = Arc::clone(&self.owner_client);
+        let namespace = owner.meta().namespace.clone().unwrap_or_default();
+        let name = owner.meta().name.clone().unwrap_or_default();
+        // Before the first adoption: is the owner still there, with the same
+        // UID and not being deleted? The cache may lag, so read it live.
+        let recheck = RecheckOwner::new(move || {
+            let (client, namespace, name) = (Arc::clone(&client), namespace.clone(), name.clone());
+            async move {
+                match client.get(&namespace, &name).await? {
+                    Some(fresh) => Ok::<_, RecheckError>(Some(OwnerMeta::from_resource(&fresh)?)),
+                    None => Ok(None),
+                }
+            }
+        });
+        let manager = PodControllerRefManager::new(
+            Arc::clone(&self.pod_control),
+            owner_meta,
+            selector,
+            recheck,
+        );
+        Ok(manager.claim_pods(pods, &[]).await.into_result()?)
+    }
+}
