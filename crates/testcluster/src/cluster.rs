@@ -67,7 +67,9 @@ impl TestCluster {
             address: addr.to_string(),
             bookmark_interval: config.bookmark_interval,
         });
-        let app = axum::Router::new().fallback(server::handle).with_state(state);
+        let app = axum::Router::new()
+            .fallback(server::handle)
+            .with_state(state);
         let listener = listener.tap_io(|tcp| {
             // Small request/response pairs must not wait for Nagle.
             let _ = tcp.set_nodelay(true);

@@ -53,15 +53,27 @@ pub(crate) fn group_list() -> Value {
 }
 
 pub(crate) fn group(name: &str) -> Option<Value> {
-    groups().into_iter().find(|(g, _)| *g == name).map(|(g, v)| {
-        let mut doc = group_doc(g, v);
-        doc["kind"] = json!("APIGroup");
-        doc["apiVersion"] = json!("v1");
-        doc
-    })
+    groups()
+        .into_iter()
+        .find(|(g, _)| *g == name)
+        .map(|(g, v)| {
+            let mut doc = group_doc(g, v);
+            doc["kind"] = json!("APIGroup");
+            doc["apiVersion"] = json!("v1");
+            doc
+        })
 }
 
-const VERBS: &[&str] = &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+const VERBS: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
 
 pub(crate) fn resource_list(group: &str, version: &str) -> Option<Value> {
     let defs: Vec<_> = RESOURCES
@@ -111,7 +123,9 @@ pub(crate) fn resource_list(group: &str, version: &str) -> Option<Value> {
     } else {
         format!("{group}/{version}")
     };
-    Some(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}))
+    Some(
+        json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}),
+    )
 }
 
 /// The OpenAPI v3 index: one entry per group-version.
@@ -120,8 +134,15 @@ pub(crate) fn openapi_root() -> Value {
     let mut gvs: Vec<(&str, &str)> = vec![("", "v1")];
     gvs.extend(groups());
     for (g, v) in gvs {
-        let key = if g.is_empty() { format!("api/{v}") } else { format!("apis/{g}/{v}") };
-        paths.insert(key.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{key}?hash=ctrlkit")}));
+        let key = if g.is_empty() {
+            format!("api/{v}")
+        } else {
+            format!("apis/{g}/{v}")
+        };
+        paths.insert(
+            key.clone(),
+            json!({"serverRelativeURL": format!("/openapi/v3/{key}?hash=ctrlkit")}),
+        );
     }
     json!({"paths": paths})
 }
@@ -138,7 +159,11 @@ pub(crate) fn openapi_group_version(group: &str, version: &str) -> Option<Value>
     if defs.is_empty() {
         return None;
     }
-    let prefix = if group.is_empty() { format!("/api/{version}") } else { format!("/apis/{group}/{version}") };
+    let prefix = if group.is_empty() {
+        format!("/api/{version}")
+    } else {
+        format!("/apis/{group}/{version}")
+    };
     let mut paths = serde_json::Map::new();
     for r in defs {
         let gvk = json!({"group": r.group, "version": r.version, "kind": r.kind});
@@ -162,7 +187,10 @@ pub(crate) fn openapi_group_version(group: &str, version: &str) -> Option<Value>
                 format!("{prefix}/namespaces/{{namespace}}/{}/{{name}}", r.plural),
             )
         } else {
-            (format!("{prefix}/{}", r.plural), format!("{prefix}/{}/{{name}}", r.plural))
+            (
+                format!("{prefix}/{}", r.plural),
+                format!("{prefix}/{}/{{name}}", r.plural),
+            )
         };
         paths.insert(collection, json!({"post": op("post"), "get": op("list")}));
         paths.insert(item, json!({"get": op("get"), "put": op("put"), "patch": op("patch"), "delete": op("delete")}));

@@ -48,8 +48,14 @@ fn full_scan(api: &Api) {
 }
 
 fn key_of(resource: usize, obj: &Value) -> Key {
-    let ns = obj.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("");
-    let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+    let ns = obj
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     Api::key(resource, ns, name)
 }
 
@@ -98,7 +104,9 @@ fn examine(api: &Api, resource: usize, obj: &Value) {
         }
         return;
     }
-    if let Some(refs) = obj.pointer("/metadata/ownerReferences").and_then(Value::as_array)
+    if let Some(refs) = obj
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
         && !refs.is_empty()
         && !terminating
     {
@@ -120,7 +128,10 @@ fn examine(api: &Api, resource: usize, obj: &Value) {
     if has_finalizer(obj, "orphan") {
         for (dep_resource, dep_key) in api.store.dependents_of(&uid) {
             let _ = api.internal_update(dep_resource, &dep_key, |v| {
-                if let Some(list) = v.pointer_mut("/metadata/ownerReferences").and_then(Value::as_array_mut) {
+                if let Some(list) = v
+                    .pointer_mut("/metadata/ownerReferences")
+                    .and_then(Value::as_array_mut)
+                {
                     list.retain(|r| r.get("uid").and_then(Value::as_str) != Some(uid.as_str()));
                     if list.is_empty()
                         && let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut)
@@ -134,7 +145,9 @@ fn examine(api: &Api, resource: usize, obj: &Value) {
     } else if has_finalizer(obj, "foregroundDeletion") {
         let dependents = api.store.dependents_of(&uid);
         if dependents.is_empty() {
-            let _ = api.internal_update(resource, &key, |v| ops::without_finalizer(v, "foregroundDeletion"));
+            let _ = api.internal_update(resource, &key, |v| {
+                ops::without_finalizer(v, "foregroundDeletion")
+            });
             return;
         }
         for (dep_resource, dep_key) in dependents {

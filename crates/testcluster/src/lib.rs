@@ -1,7 +1,86 @@
-//! An in-process Kubernetes API server for tests. **It is a test fixture,
-//! not a Kubernetes distribution.**
+//! An in-process Kubernetes API server for tests.
 //!
-//! Work in progress: see the crate README.
+//! **This is a test fixture, not a Kubernetes distribution.** It speaks
+//! enough of the Kubernetes REST API, with enough of kube-apiserver's
+//! semantics, that controllers built on kube-rs (informers, watchers,
+//! optimistic concurrency, owner references) and stock `kubectl` can run
+//! against it — without Docker, etcd or a real control plane. Everything is
+//! in memory and disappears when the [`TestCluster`] is dropped.
+//!
+//! # What you get
+//!
+//! [`TestCluster::start`] binds an HTTP/1.1 server on `127.0.0.1` (any free
+//! port by default) and gives you a [`kube::Client`] for it
+//! ([`TestCluster::client`]), its base URL and a kubeconfig
+//! ([`TestCluster::kubeconfig`], [`TestCluster::write_kubeconfig`]) for
+//! kubectl or other processes.
+//!
+//! Served resources: `namespaces` (`default`, `kube-system`, `kube-public`
+//! and `kube-node-lease` exist from the start), core/v1 `pods` (+`status`,
+//! +`binding`), `replicationcontrollers` (+`status`, +`scale`), `events`;
+//! apps/v1 `replicasets` (+`status`, +`scale`); events.k8s.io/v1 `events`;
+//! coordination.k8s.io/v1 `leases`; and legacy discovery (`/version`,
+//! `/api`, `/apis`, resource lists) plus a minimal `/openapi/v3`.
+//!
+//! Semantics follow kube-apiserver where clients can observe them:
+//!
+//! - one global, increasing `resourceVersion`; `uid`, `creationTimestamp`;
+//!   `metadata.generation` bumped on spec changes of pods, ReplicaSets and
+//!   ReplicationControllers; main-resource writes ignore `status`, status
+//!   writes ignore everything else;
+//! - `generateName` (5-character suffix, base cut to 58 characters);
+//!   `Status` error bodies with kube-apiserver's codes and reasons: 404
+//!   NotFound, 409 AlreadyExists, 409 Conflict on a stale
+//!   `resourceVersion`, 422 Invalid, 410 Expired, 415 for unknown patch types;
+//! - defaulting (`spec.replicas` 1, an RC's selector from its template
+//!   labels, pod `status.phase` Pending) and basic validation (DNS-1123
+//!   names, selectors matching template labels, containers present);
+//! - label selectors (`=`, `==`, `!=`, `in`, `notin`, exists, `!`), field
+//!   selectors on any dotted field path, `limit`/`continue` paging;
+//! - watches from a `resourceVersion`, bookmarks, `timeoutSeconds`,
+//!   `sendInitialEvents` (streaming lists), and a `410 Gone` `ERROR` event
+//!   when the version is older than the kept history
+//!   ([`TestClusterConfig::watch_history`]);
+//! - JSON merge, strategic merge (metadata lists, containers, conditions
+//!   and the `$patch`/`$deleteFromPrimitiveList` directives), JSON patch
+//!   (with `test`) and a simplified server-side apply;
+//! - deletion with preconditions, finalizers, graceful deletion of pods
+//!   bound to a node, and a garbage collector for owner references
+//!   (background, foreground and orphan propagation) and namespaces.
+//!
+//! A kubelet simulation ([`kubelet`]) and seeded fault injection
+//! ([`faults`]) are optional; see their modules.
+//!
+//! The crate README lists what is *not* implemented and how the fixture
+//! differs from kube-apiserver.
+//!
+//! # Example
+//!
+//! ```
+//! use ctrlkit_testcluster::{TestCluster, TestClusterConfig};
+//! use k8s_openapi::api::core::v1::Pod;
+//! use kube::api::{Api, PostParams};
+//!
+//! # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let cluster = TestCluster::start(TestClusterConfig::default()).await?;
+//! let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+//!
+//! let pod: Pod = serde_json::from_value(serde_json::json!({
+//!     "metadata": {"name": "web", "labels": {"app": "web"}},
+//!     "spec": {"containers": [{"name": "app", "image": "nginx"}]},
+//! }))?;
+//! let created = pods.create(&PostParams::default(), &pod).await?;
+//! assert!(created.metadata.uid.is_some());
+//! assert_eq!(created.status.unwrap().phase.as_deref(), Some("Pending"));
+//!
+//! // A second create with the same name is a 409 AlreadyExists.
+//! let err = pods.create(&PostParams::default(), &pod).await.unwrap_err();
+//! assert!(matches!(err, kube::Error::Api(s) if s.code == 409));
+//! cluster.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
 
 mod cluster;
 mod config;

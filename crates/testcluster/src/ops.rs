@@ -47,7 +47,9 @@ pub(crate) struct Api {
 }
 
 fn name_of(v: &Value) -> &str {
-    v.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("")
+    v.pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
 }
 
 fn resource_label(resource: usize) -> String {
@@ -158,7 +160,12 @@ impl Api {
         }
     }
 
-    pub(crate) fn get(&self, resource: usize, namespace: &str, name: &str) -> Result<Arc<Stored>, ApiError> {
+    pub(crate) fn get(
+        &self,
+        resource: usize,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Arc<Stored>, ApiError> {
         self.store
             .get(resource, &Self::key(resource, namespace, name))
             .ok_or_else(|| not_found(resource, name))
@@ -220,7 +227,12 @@ impl Api {
                     Value::String(format!("{base}{}", semantics::random_suffix())),
                 );
             }
-            semantics::prepare_create(resource, &mut obj, namespace, uuid::Uuid::new_v4().to_string());
+            semantics::prepare_create(
+                resource,
+                &mut obj,
+                namespace,
+                uuid::Uuid::new_v4().to_string(),
+            );
             semantics::validate(resource, &obj)?;
             let name = name_of(&obj).to_string();
             let key = Self::key(resource, namespace, &name);
@@ -230,10 +242,12 @@ impl Api {
                 }
                 return Ok(uncommitted(obj, self.store.current_rv()));
             }
-            match self
-                .store
-                .commit(resource, &key, None, Write::Put(obj, Arc::new(FieldOwners::new())))
-            {
+            match self.store.commit(
+                resource,
+                &key,
+                None,
+                Write::Put(obj, Arc::new(FieldOwners::new())),
+            ) {
                 Ok(stored) => return Ok(stored),
                 Err(_) if !explicit => continue,
                 Err(_) => return Err(ApiError::already_exists(&resource_label(resource), &name)),
@@ -265,7 +279,10 @@ impl Api {
                 .ok_or_else(|| not_found(resource, &key.1))?;
             let (mut new, owners) = f(&cur)?;
             let cur_rv = cur.rv.to_string();
-            match new.pointer("/metadata/resourceVersion").and_then(Value::as_str) {
+            match new
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
+            {
                 Some(rv) if !rv.is_empty() && rv != cur_rv => {
                     parse_rv(rv, resource, &key.1)?;
                     return Err(modified_conflict(resource, &key.1));
@@ -312,7 +329,9 @@ impl Api {
         if part != Part::Scale {
             semantics::check_body(resource, &mut body)?;
         } else if !body.is_object() {
-            return Err(ApiError::bad_request("the request body must be a Scale object"));
+            return Err(ApiError::bad_request(
+                "the request body must be a Scale object",
+            ));
         }
         let body_name = name_of(&body);
         if !body_name.is_empty() && body_name != name {
@@ -374,7 +393,8 @@ impl Api {
             }
             if part == Part::Main && self.store.get(resource, &key).is_none() {
                 let mut obj = json!({"metadata": {"name": name}});
-                let owners = patch::apply(&mut obj, &FieldOwners::new(), &parsed, ctx.manager, force)?;
+                let owners =
+                    patch::apply(&mut obj, &FieldOwners::new(), &parsed, ctx.manager, force)?;
                 semantics::meta_mut(&mut obj).insert("name".into(), Value::String(name.into()));
                 let created = self.create(resource, namespace, obj, ctx)?;
                 if owners.is_empty() || ctx.dry_run {
@@ -398,11 +418,21 @@ impl Api {
                 PatchKind::Strategic => patch::strategic_merge(&mut doc, &parsed)?,
                 PatchKind::Json => patch::json_patch(&mut doc, body)?,
                 PatchKind::Apply => {
-                    owners = Some(patch::apply(&mut doc, &cur.owners, &parsed, ctx.manager, force)?);
+                    owners = Some(patch::apply(
+                        &mut doc,
+                        &cur.owners,
+                        &parsed,
+                        ctx.manager,
+                        force,
+                    )?);
                 }
             }
             if !doc.is_object() {
-                return Err(ApiError::new(422, "Invalid", "the patched object is not a JSON object"));
+                return Err(ApiError::new(
+                    422,
+                    "Invalid",
+                    "the patched object is not a JSON object",
+                ));
             }
             let mut new = match part {
                 Part::Scale => {
@@ -422,7 +452,13 @@ impl Api {
     }
 
     /// Bind a pod to a node (the `binding` subresource).
-    pub(crate) fn bind(&self, namespace: &str, name: &str, body: &Value, ctx: WriteCtx<'_>) -> Result<(), ApiError> {
+    pub(crate) fn bind(
+        &self,
+        namespace: &str,
+        name: &str,
+        body: &Value,
+        ctx: WriteCtx<'_>,
+    ) -> Result<(), ApiError> {
         let node = body
             .pointer("/target/name")
             .and_then(Value::as_str)
@@ -477,15 +513,24 @@ impl Api {
             ));
         }
         loop {
-            let cur = self.store.get(resource, &key).ok_or_else(|| not_found(resource, name))?;
-            let uid = cur.value.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or("");
+            let cur = self
+                .store
+                .get(resource, &key)
+                .ok_or_else(|| not_found(resource, name))?;
+            let uid = cur
+                .value
+                .pointer("/metadata/uid")
+                .and_then(Value::as_str)
+                .unwrap_or("");
             if let Some(want) = &opts.uid
                 && want != uid
             {
                 return Err(ApiError::conflict(
                     &resource_label(resource),
                     name,
-                    &format!("Precondition failed: UID in precondition: {want}, UID in object meta: {uid}"),
+                    &format!(
+                        "Precondition failed: UID in precondition: {want}, UID in object meta: {uid}"
+                    ),
                 ));
             }
             if let Some(want) = &opts.resource_version
@@ -503,14 +548,27 @@ impl Api {
             let mut obj = cur.value.clone();
             let terminating = obj.pointer("/metadata/deletionTimestamp").is_some();
             let grace = if resource == PODS {
-                let bound = obj.pointer("/spec/nodeName").and_then(Value::as_str).is_some_and(|n| !n.is_empty());
-                let phase = obj.pointer("/status/phase").and_then(Value::as_str).unwrap_or("");
+                let bound = obj
+                    .pointer("/spec/nodeName")
+                    .and_then(Value::as_str)
+                    .is_some_and(|n| !n.is_empty());
+                let phase = obj
+                    .pointer("/status/phase")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
                 let terminal = phase == "Succeeded" || phase == "Failed";
                 let requested = opts
                     .grace_period
-                    .or_else(|| obj.pointer("/spec/terminationGracePeriodSeconds").and_then(Value::as_i64))
+                    .or_else(|| {
+                        obj.pointer("/spec/terminationGracePeriodSeconds")
+                            .and_then(Value::as_i64)
+                    })
                     .unwrap_or(30);
-                if !bound || terminal { 0 } else { requested.max(0) }
+                if !bound || terminal {
+                    0
+                } else {
+                    requested.max(0)
+                }
             } else {
                 0
             };
@@ -550,12 +608,19 @@ impl Api {
                 }
             }
             let meta = semantics::meta_mut(&mut obj);
-            meta.insert("deletionTimestamp".into(), Value::String(semantics::now_plus(grace)));
+            meta.insert(
+                "deletionTimestamp".into(),
+                Value::String(semantics::now_plus(grace)),
+            );
             meta.insert("deletionGracePeriodSeconds".into(), json!(grace));
             let gone = resource != NAMESPACES && ready_to_remove(&obj);
             if opts.dry_run {
                 let stored = uncommitted(obj, cur.rv);
-                return Ok(if gone { Deleted::Gone(stored) } else { Deleted::Pending(stored) });
+                return Ok(if gone {
+                    Deleted::Gone(stored)
+                } else {
+                    Deleted::Pending(stored)
+                });
             }
             let write = if gone {
                 Write::Delete(Some(obj))
@@ -563,7 +628,11 @@ impl Api {
                 Write::Put(obj, cur.owners.clone())
             };
             if let Ok(stored) = self.store.commit(resource, &key, Some(cur.rv), write) {
-                return Ok(if gone { Deleted::Gone(stored) } else { Deleted::Pending(stored) });
+                return Ok(if gone {
+                    Deleted::Gone(stored)
+                } else {
+                    Deleted::Pending(stored)
+                });
             }
         }
     }
@@ -571,14 +640,23 @@ impl Api {
     /// Remove an object unconditionally (used to finish namespace deletion).
     pub(crate) fn remove(&self, resource: usize, key: &Key) {
         while let Some(cur) = self.store.get(resource, key) {
-            if self.store.commit(resource, key, Some(cur.rv), Write::Delete(None)).is_ok() {
+            if self
+                .store
+                .commit(resource, key, Some(cur.rv), Write::Delete(None))
+                .is_ok()
+            {
                 return;
             }
         }
     }
 
     /// Apply `f` to an object as an internal (controller) update.
-    pub(crate) fn internal_update<F>(&self, resource: usize, key: &Key, mut f: F) -> Result<Arc<Stored>, ApiError>
+    pub(crate) fn internal_update<F>(
+        &self,
+        resource: usize,
+        key: &Key,
+        mut f: F,
+    ) -> Result<Arc<Stored>, ApiError>
     where
         F: FnMut(&mut Value),
     {
@@ -613,7 +691,10 @@ impl Api {
 
 /// Whether an owner reference names a kind this cluster serves.
 pub(crate) fn known_owner_kind(owner_ref: &Value) -> bool {
-    let api_version = owner_ref.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    let api_version = owner_ref
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     let kind = owner_ref.get("kind").and_then(Value::as_str).unwrap_or("");
     resources::by_kind(api_version, kind).is_some()
 }

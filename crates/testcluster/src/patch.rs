@@ -36,7 +36,11 @@ pub(crate) fn json_patch(doc: &mut Value, body: &[u8]) -> Result<(), ApiError> {
     let patch: json_patch::Patch = serde_json::from_slice(body)
         .map_err(|e| ApiError::bad_request(format!("invalid JSON patch: {e}")))?;
     json_patch::patch(doc, &patch.0).map_err(|e| {
-        ApiError::new(422, "Invalid", format!("the JSON patch could not be applied: {e}"))
+        ApiError::new(
+            422,
+            "Invalid",
+            format!("the JSON patch could not be applied: {e}"),
+        )
     })
 }
 
@@ -49,8 +53,14 @@ pub(crate) fn merge_patch(doc: &mut Value, patch: &Value) {
 fn merge_key(field: &str) -> Option<&'static str> {
     match field {
         "ownerReferences" => Some("uid"),
-        "containers" | "initContainers" | "ephemeralContainers" | "volumes" | "env"
-        | "imagePullSecrets" | "readinessGates" | "resourceClaims" => Some("name"),
+        "containers"
+        | "initContainers"
+        | "ephemeralContainers"
+        | "volumes"
+        | "env"
+        | "imagePullSecrets"
+        | "readinessGates"
+        | "resourceClaims" => Some("name"),
         "volumeMounts" => Some("mountPath"),
         "ports" => Some("containerPort"),
         "conditions" => Some("type"),
@@ -84,7 +94,9 @@ fn strip_directives(v: &Value) -> Value {
 /// `$deleteFromPrimitiveList/..` and `$setElementOrder/..` directives apply.
 pub(crate) fn strategic_merge(doc: &mut Value, patch: &Value) -> Result<(), ApiError> {
     let Value::Object(p) = patch else {
-        return Err(ApiError::bad_request("a strategic merge patch must be a JSON object"));
+        return Err(ApiError::bad_request(
+            "a strategic merge patch must be a JSON object",
+        ));
     };
     if !doc.is_object() {
         *doc = Value::Object(Map::new());
@@ -103,7 +115,9 @@ fn merge_object(doc: &mut Value, patch: &Map<String, Value>) -> Result<(), ApiEr
             return Ok(());
         }
         Some(other) => {
-            return Err(ApiError::bad_request(format!("unknown patch directive {other:?}")));
+            return Err(ApiError::bad_request(format!(
+                "unknown patch directive {other:?}"
+            )));
         }
         None => {}
     }
@@ -118,7 +132,10 @@ fn merge_object(doc: &mut Value, patch: &Map<String, Value>) -> Result<(), ApiEr
             continue;
         }
         if let Some(field) = key.strip_prefix("$deleteFromPrimitiveList/") {
-            let remove: Vec<&Value> = value.as_array().map(|a| a.iter().collect()).unwrap_or_default();
+            let remove: Vec<&Value> = value
+                .as_array()
+                .map(|a| a.iter().collect())
+                .unwrap_or_default();
             if let Some(Value::Array(list)) = target.get_mut(field) {
                 list.retain(|v| !remove.contains(&v));
             }
@@ -172,10 +189,10 @@ fn merge_object(doc: &mut Value, patch: &Map<String, Value>) -> Result<(), ApiEr
 }
 
 fn merge_list(list: &mut Vec<Value>, patch: &[Value], key: &str) -> Result<(), ApiError> {
-    if patch
-        .iter()
-        .any(|e| e.get("$patch").and_then(Value::as_str) == Some("replace") && e.as_object().is_some_and(|m| m.len() == 1))
-    {
+    if patch.iter().any(|e| {
+        e.get("$patch").and_then(Value::as_str) == Some("replace")
+            && e.as_object().is_some_and(|m| m.len() == 1)
+    }) {
         *list = patch
             .iter()
             .filter(|e| e.get("$patch").is_none())
@@ -229,7 +246,11 @@ fn applied_fields(config: &Value) -> Vec<String> {
     out.retain(|p| {
         !matches!(
             p.as_str(),
-            "/apiVersion" | "/kind" | "/metadata/name" | "/metadata/namespace" | "/metadata/resourceVersion"
+            "/apiVersion"
+                | "/kind"
+                | "/metadata/name"
+                | "/metadata/namespace"
+                | "/metadata/resourceVersion"
         ) && !p.starts_with("/metadata/managedFields")
     });
     out
@@ -263,7 +284,10 @@ pub(crate) fn apply(
             && owner != manager
             && doc.pointer(f) != config.pointer(f)
         {
-            conflicts.push(format!("conflict with \"{owner}\": {}", f.replace('/', ".")));
+            conflicts.push(format!(
+                "conflict with \"{owner}\": {}",
+                f.replace('/', ".")
+            ));
         }
     }
     if !conflicts.is_empty() && !force {
@@ -295,7 +319,12 @@ pub(crate) fn apply(
 
 /// After a non-apply write by `manager`, hand over ownership of the
 /// tracked fields it changed (and forget fields it removed).
-pub(crate) fn record_update(owners: &FieldOwners, old: &Value, new: &Value, manager: &str) -> FieldOwners {
+pub(crate) fn record_update(
+    owners: &FieldOwners,
+    old: &Value,
+    new: &Value,
+    manager: &str,
+) -> FieldOwners {
     let mut next = FieldOwners::new();
     for (path, owner) in owners {
         match (old.pointer(path), new.pointer(path)) {
@@ -343,11 +372,32 @@ mod tests {
     #[test]
     fn apply_conflicts_with_other_manager() {
         let mut doc = json!({"spec": {}});
-        let owners = apply(&mut doc, &FieldOwners::new(), &json!({"spec": {"holder": "a"}}), "a", false).unwrap();
-        let err = apply(&mut doc.clone(), &owners, &json!({"spec": {"holder": "b"}}), "b", false).unwrap_err();
+        let owners = apply(
+            &mut doc,
+            &FieldOwners::new(),
+            &json!({"spec": {"holder": "a"}}),
+            "a",
+            false,
+        )
+        .unwrap();
+        let err = apply(
+            &mut doc.clone(),
+            &owners,
+            &json!({"spec": {"holder": "b"}}),
+            "b",
+            false,
+        )
+        .unwrap_err();
         assert_eq!(err.code, 409);
         // Same value: no conflict.
-        apply(&mut doc.clone(), &owners, &json!({"spec": {"holder": "a"}}), "b", false).unwrap();
+        apply(
+            &mut doc.clone(),
+            &owners,
+            &json!({"spec": {"holder": "a"}}),
+            "b",
+            false,
+        )
+        .unwrap();
         // Dropping a field removes it.
         let owners2 = apply(&mut doc, &owners, &json!({"spec": {}}), "a", false).unwrap();
         assert_eq!(doc, json!({"spec": {}}));

@@ -73,7 +73,9 @@ fn parse_set(rest: &str, selector: &str) -> Result<Vec<String>, ApiError> {
 }
 
 fn invalid_selector(selector: &str, why: &str) -> ApiError {
-    ApiError::bad_request(format!("unable to parse requirement in selector \"{selector}\": {why}"))
+    ApiError::bad_request(format!(
+        "unable to parse requirement in selector \"{selector}\": {why}"
+    ))
 }
 
 fn check_key(key: &str, selector: &str) -> Result<String, ApiError> {
@@ -265,8 +267,20 @@ mod tests {
     #[test]
     fn field_selector_missing_is_empty() {
         let pod = json!({"metadata": {"name": "a"}, "spec": {}});
-        assert!(FieldSelector::parse("spec.nodeName=").unwrap().matches_object(&pod));
-        assert!(FieldSelector::parse("metadata.name=a").unwrap().matches_object(&pod));
-        assert!(!FieldSelector::parse("metadata.name!=a").unwrap().matches_object(&pod));
+        assert!(
+            FieldSelector::parse("spec.nodeName=")
+                .unwrap()
+                .matches_object(&pod)
+        );
+        assert!(
+            FieldSelector::parse("metadata.name=a")
+                .unwrap()
+                .matches_object(&pod)
+        );
+        assert!(
+            !FieldSelector::parse("metadata.name!=a")
+                .unwrap()
+                .matches_object(&pod)
+        );
     }
 }

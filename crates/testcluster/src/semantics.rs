@@ -1,6 +1,8 @@
 //! Per-resource rules: defaulting, validation and what an update may change.
 
-use k8s_openapi::api::{apps::v1 as apps, coordination::v1 as coordination, core::v1 as core, events::v1 as events};
+use k8s_openapi::api::{
+    apps::v1 as apps, coordination::v1 as coordination, core::v1 as core, events::v1 as events,
+};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -10,7 +12,9 @@ use crate::status::ApiError;
 
 /// The current time as an RFC 3339 timestamp with second precision.
 pub(crate) fn now() -> String {
-    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
 }
 
 /// `now` plus `seconds`.
@@ -35,7 +39,8 @@ pub(crate) fn random_suffix() -> String {
 fn is_dns_label(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 63
-        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !s.starts_with('-')
         && !s.ends_with('-')
 }
@@ -86,7 +91,9 @@ fn typed_check(resource: usize, obj: &Value) -> Result<(), String> {
 pub(crate) fn check_body(resource: usize, obj: &mut Value) -> Result<(), ApiError> {
     let def = &RESOURCES[resource];
     let Some(map) = obj.as_object_mut() else {
-        return Err(ApiError::bad_request("the request body must be a JSON object"));
+        return Err(ApiError::bad_request(
+            "the request body must be a JSON object",
+        ));
     };
     match map.get("kind").and_then(Value::as_str) {
         Some(k) if k != def.kind => {
@@ -99,14 +106,19 @@ pub(crate) fn check_body(resource: usize, obj: &mut Value) -> Result<(), ApiErro
     }
     map.insert("kind".into(), Value::String(def.kind.into()));
     map.insert("apiVersion".into(), Value::String(def.api_version.into()));
-    typed_check(resource, obj)
-        .map_err(|e| ApiError::bad_request(format!("the request body is not a valid {}: {e}", def.kind)))
+    typed_check(resource, obj).map_err(|e| {
+        ApiError::bad_request(format!("the request body is not a valid {}: {e}", def.kind))
+    })
 }
 
 /// Defaulting on create, plus the fields the server owns.
 pub(crate) fn prepare_create(resource: usize, obj: &mut Value, namespace: &str, uid: String) {
     let def = &RESOURCES[resource];
-    let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     let meta = meta_mut(obj);
     meta.remove("resourceVersion");
     meta.remove("deletionTimestamp");
@@ -136,10 +148,14 @@ pub(crate) fn prepare_create(resource: usize, obj: &mut Value, namespace: &str, 
         ("", "pods") => {
             let spec = obj.get_mut("spec").and_then(Value::as_object_mut);
             if let Some(spec) = spec {
-                spec.entry("restartPolicy").or_insert_with(|| json!("Always"));
-                spec.entry("terminationGracePeriodSeconds").or_insert_with(|| json!(30));
-                spec.entry("dnsPolicy").or_insert_with(|| json!("ClusterFirst"));
-                spec.entry("schedulerName").or_insert_with(|| json!("default-scheduler"));
+                spec.entry("restartPolicy")
+                    .or_insert_with(|| json!("Always"));
+                spec.entry("terminationGracePeriodSeconds")
+                    .or_insert_with(|| json!(30));
+                spec.entry("dnsPolicy")
+                    .or_insert_with(|| json!("ClusterFirst"));
+                spec.entry("schedulerName")
+                    .or_insert_with(|| json!("default-scheduler"));
             }
             obj["status"] = json!({"phase": "Pending"});
         }
@@ -147,7 +163,10 @@ pub(crate) fn prepare_create(resource: usize, obj: &mut Value, namespace: &str, 
             default_replicas(obj);
             let template_labels = obj.pointer("/spec/template/metadata/labels").cloned();
             if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
-                let empty = spec.get("selector").and_then(Value::as_object).is_none_or(Map::is_empty);
+                let empty = spec
+                    .get("selector")
+                    .and_then(Value::as_object)
+                    .is_none_or(Map::is_empty);
                 if empty && let Some(labels) = template_labels {
                     spec.insert("selector".into(), labels);
                 }
@@ -174,9 +193,17 @@ fn default_replicas(obj: &mut Value) {
 /// Validation shared by create and update; errors are 422 Invalid.
 pub(crate) fn validate(resource: usize, obj: &Value) -> Result<(), ApiError> {
     let def = &RESOURCES[resource];
-    let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     if name.is_empty() {
-        return Err(invalid(def, name, "metadata.name", "Required value: name or generateName is required"));
+        return Err(invalid(
+            def,
+            name,
+            "metadata.name",
+            "Required value: name or generateName is required",
+        ));
     }
     let valid_name = if resource == resources::NAMESPACES {
         is_dns_label(name)
@@ -190,14 +217,23 @@ pub(crate) fn validate(resource: usize, obj: &Value) -> Result<(), ApiError> {
             "metadata.name",
             &format!(
                 "Invalid value: {name:?}: a lowercase RFC 1123 {} must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
-                if resource == resources::NAMESPACES { "label" } else { "subdomain" }
+                if resource == resources::NAMESPACES {
+                    "label"
+                } else {
+                    "subdomain"
+                }
             ),
         ));
     }
     if let Some(labels) = obj.pointer("/metadata/labels").and_then(Value::as_object) {
         for (k, v) in labels {
             if k.is_empty() || v.as_str().is_none_or(|v| v.len() > 63) {
-                return Err(invalid(def, name, "metadata.labels", &format!("Invalid value: {k:?}")));
+                return Err(invalid(
+                    def,
+                    name,
+                    "metadata.labels",
+                    &format!("Invalid value: {k:?}"),
+                ));
             }
         }
     }
@@ -208,23 +244,45 @@ pub(crate) fn validate(resource: usize, obj: &Value) -> Result<(), ApiError> {
                 return Err(invalid(def, name, "spec.containers", "Required value"));
             }
             for (i, c) in containers.into_iter().flatten().enumerate() {
-                if c.get("name").and_then(Value::as_str).is_none_or(|n| !is_dns_label(n)) {
-                    return Err(invalid(def, name, &format!("spec.containers[{i}].name"), "Invalid value: must be a DNS label"));
+                if c.get("name")
+                    .and_then(Value::as_str)
+                    .is_none_or(|n| !is_dns_label(n))
+                {
+                    return Err(invalid(
+                        def,
+                        name,
+                        &format!("spec.containers[{i}].name"),
+                        "Invalid value: must be a DNS label",
+                    ));
                 }
-                if c.get("image").and_then(Value::as_str).is_none_or(str::is_empty) {
-                    return Err(invalid(def, name, &format!("spec.containers[{i}].image"), "Required value"));
+                if c.get("image")
+                    .and_then(Value::as_str)
+                    .is_none_or(str::is_empty)
+                {
+                    return Err(invalid(
+                        def,
+                        name,
+                        &format!("spec.containers[{i}].image"),
+                        "Required value",
+                    ));
                 }
             }
         }
         ("apps", "replicasets") => {
             let selector = obj.pointer("/spec/selector");
             let parsed = match selector {
-                Some(s) => LabelSelector::from_object(s)
-                    .map_err(|e| invalid(def, name, "spec.selector", &format!("Invalid value: {e}")))?,
+                Some(s) => LabelSelector::from_object(s).map_err(|e| {
+                    invalid(def, name, "spec.selector", &format!("Invalid value: {e}"))
+                })?,
                 None => LabelSelector::default(),
             };
             if parsed.is_empty() {
-                return Err(invalid(def, name, "spec.selector", "Required value: empty selector is invalid for replicaset"));
+                return Err(invalid(
+                    def,
+                    name,
+                    "spec.selector",
+                    "Required value: empty selector is invalid for replicaset",
+                ));
             }
             check_replicas(def, name, obj)?;
             let labels = obj.pointer("/spec/template/metadata/labels");
@@ -267,7 +325,12 @@ fn check_replicas(def: &ResourceDef, name: &str, obj: &Value) -> Result<(), ApiE
     match obj.pointer("/spec/replicas") {
         None => Ok(()),
         Some(v) if v.as_i64().is_some_and(|r| r >= 0) => Ok(()),
-        Some(v) => Err(invalid(def, name, "spec.replicas", &format!("Invalid value: {v}: must be greater than or equal to 0"))),
+        Some(v) => Err(invalid(
+            def,
+            name,
+            "spec.replicas",
+            &format!("Invalid value: {v}: must be greater than or equal to 0"),
+        )),
     }
 }
 
@@ -282,7 +345,12 @@ pub(crate) enum Part {
 /// Merge a written object with the stored one: server-owned metadata is
 /// kept; a main-resource write keeps the stored status, a status write keeps
 /// everything but the status; generation is bumped when the spec changes.
-pub(crate) fn prepare_update(resource: usize, old: &Value, new: &mut Value, part: Part) -> Result<(), ApiError> {
+pub(crate) fn prepare_update(
+    resource: usize,
+    old: &Value,
+    new: &mut Value,
+    part: Part,
+) -> Result<(), ApiError> {
     let def = &RESOURCES[resource];
     if part == Part::Status {
         let status = new.get("status").cloned();
@@ -301,7 +369,10 @@ pub(crate) fn prepare_update(resource: usize, old: &Value, new: &mut Value, part
         }
         return Ok(());
     }
-    let name = old.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+    let name = old
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     if let Some(m) = new.as_object_mut() {
         m.insert("kind".into(), json!(def.kind));
         m.insert("apiVersion".into(), json!(def.api_version));
@@ -309,7 +380,15 @@ pub(crate) fn prepare_update(resource: usize, old: &Value, new: &mut Value, part
     let old_meta = old.get("metadata").cloned().unwrap_or_else(|| json!({}));
     let new_meta = meta_mut(new);
     new_meta.remove("managedFields");
-    for key in ["name", "namespace", "uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"] {
+    for key in [
+        "name",
+        "namespace",
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+    ] {
         match old_meta.get(key) {
             Some(v) => {
                 new_meta.insert(key.into(), v.clone());
@@ -320,13 +399,24 @@ pub(crate) fn prepare_update(resource: usize, old: &Value, new: &mut Value, part
         }
     }
     if old_meta.get("deletionTimestamp").is_some() {
-        let old_f = old_meta.get("finalizers").and_then(Value::as_array).cloned().unwrap_or_default();
-        let new_f = new_meta.get("finalizers").and_then(Value::as_array).cloned().unwrap_or_default();
+        let old_f = old_meta
+            .get("finalizers")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let new_f = new_meta
+            .get("finalizers")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
         if new_f.iter().any(|f| !old_f.contains(f)) {
             return Err(ApiError::new(
                 422,
                 "Invalid",
-                format!("{} \"{name}\" is invalid: metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted", def.kind),
+                format!(
+                    "{} \"{name}\" is invalid: metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted",
+                    def.kind
+                ),
             ));
         }
     }
@@ -344,7 +434,11 @@ pub(crate) fn prepare_update(resource: usize, old: &Value, new: &mut Value, part
         new["spec"] = old.get("spec").cloned().unwrap_or_else(|| json!({}));
     }
     if def.tracks_generation && old.get("spec") != new.get("spec") {
-        let generation = old.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0) + 1;
+        let generation = old
+            .pointer("/metadata/generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(0)
+            + 1;
         meta_mut(new).insert("generation".into(), json!(generation));
     }
     Ok(())
@@ -354,7 +448,9 @@ pub(crate) fn prepare_update(resource: usize, old: &Value, new: &mut Value, part
 pub(crate) fn scale_of(obj: &Value) -> Value {
     let meta = obj.get("metadata").cloned().unwrap_or_else(|| json!({}));
     let selector = match obj.pointer("/spec/selector") {
-        Some(Value::Object(m)) if m.contains_key("matchLabels") || m.contains_key("matchExpressions") => {
+        Some(Value::Object(m))
+            if m.contains_key("matchLabels") || m.contains_key("matchExpressions") =>
+        {
             selector_string(obj.pointer("/spec/selector"))
         }
         Some(Value::Object(m)) => m
@@ -393,7 +489,13 @@ fn selector_string(sel: Option<&Value>) -> String {
     if let Some(exprs) = sel.get("matchExpressions").and_then(Value::as_array) {
         for e in exprs {
             let key = e.get("key").and_then(Value::as_str).unwrap_or("");
-            let values: Vec<&str> = e.get("values").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+            let values: Vec<&str> = e
+                .get("values")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
             match e.get("operator").and_then(Value::as_str) {
                 Some("In") => parts.push(format!("{key} in ({})", values.join(","))),
                 Some("NotIn") => parts.push(format!("{key} notin ({})", values.join(","))),
@@ -412,9 +514,18 @@ pub(crate) fn apply_scale(obj: &mut Value, scale: &Value) -> Result<(), ApiError
         .pointer("/spec/replicas")
         .and_then(Value::as_i64)
         .filter(|r| *r >= 0)
-        .ok_or_else(|| ApiError::new(422, "Invalid", "Scale is invalid: spec.replicas: must be a non-negative integer"))?;
+        .ok_or_else(|| {
+            ApiError::new(
+                422,
+                "Invalid",
+                "Scale is invalid: spec.replicas: must be a non-negative integer",
+            )
+        })?;
     obj["spec"]["replicas"] = json!(replicas);
-    if let Some(rv) = scale.pointer("/metadata/resourceVersion").filter(|v| v.as_str().is_some_and(|s| !s.is_empty())) {
+    if let Some(rv) = scale
+        .pointer("/metadata/resourceVersion")
+        .filter(|v| v.as_str().is_some_and(|s| !s.is_empty()))
+    {
         meta_mut(obj).insert("resourceVersion".into(), rv.clone());
     }
     Ok(())

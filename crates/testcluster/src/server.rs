@@ -44,8 +44,10 @@ type Params = HashMap<String, String>;
 fn json_response(code: StatusCode, body: Bytes) -> Response<Body> {
     let mut r = Response::new(Body::from(body));
     *r.status_mut() = code;
-    r.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     r
 }
 
@@ -58,7 +60,11 @@ fn stored_response(code: StatusCode, s: &Stored) -> Response<Body> {
 }
 
 fn not_found_path(path: &str) -> Response<Body> {
-    status_response(404, "NotFound", &format!("the server could not find the requested resource ({path})"))
+    status_response(
+        404,
+        "NotFound",
+        &format!("the server could not find the requested resource ({path})"),
+    )
 }
 
 /// A parsed resource path.
@@ -73,12 +79,29 @@ struct Target<'a> {
 fn parse_target<'a>(group: &str, version: &str, rest: &[&'a str]) -> Option<Target<'a>> {
     let lookup = |plural: &str| resources::lookup(group, version, plural);
     match rest {
-        ["namespaces", ns, plural, tail @ ..] if lookup(plural).is_some_and(|r| RESOURCES[r].namespaced) => {
+        ["namespaces", ns, plural, tail @ ..]
+            if lookup(plural).is_some_and(|r| RESOURCES[r].namespaced) =>
+        {
             let resource = lookup(plural)?;
             match tail {
-                [] => Some(Target { resource, namespace: Some(ns), name: None, sub: None }),
-                [name] => Some(Target { resource, namespace: Some(ns), name: Some(name), sub: None }),
-                [name, sub] => Some(Target { resource, namespace: Some(ns), name: Some(name), sub: Some(sub) }),
+                [] => Some(Target {
+                    resource,
+                    namespace: Some(ns),
+                    name: None,
+                    sub: None,
+                }),
+                [name] => Some(Target {
+                    resource,
+                    namespace: Some(ns),
+                    name: Some(name),
+                    sub: None,
+                }),
+                [name, sub] => Some(Target {
+                    resource,
+                    namespace: Some(ns),
+                    name: Some(name),
+                    sub: Some(sub),
+                }),
                 _ => None,
             }
         }
@@ -86,9 +109,24 @@ fn parse_target<'a>(group: &str, version: &str, rest: &[&'a str]) -> Option<Targ
             let resource = lookup(plural)?;
             let namespaced = RESOURCES[resource].namespaced;
             match tail {
-                [] => Some(Target { resource, namespace: None, name: None, sub: None }),
-                [name] if !namespaced => Some(Target { resource, namespace: None, name: Some(name), sub: None }),
-                [name, sub] if !namespaced => Some(Target { resource, namespace: None, name: Some(name), sub: Some(sub) }),
+                [] => Some(Target {
+                    resource,
+                    namespace: None,
+                    name: None,
+                    sub: None,
+                }),
+                [name] if !namespaced => Some(Target {
+                    resource,
+                    namespace: None,
+                    name: Some(name),
+                    sub: None,
+                }),
+                [name, sub] if !namespaced => Some(Target {
+                    resource,
+                    namespace: None,
+                    name: Some(name),
+                    sub: Some(sub),
+                }),
                 _ => None,
             }
         }
@@ -99,11 +137,19 @@ fn parse_target<'a>(group: &str, version: &str, rest: &[&'a str]) -> Option<Targ
 /// Entry point for every request.
 pub(crate) async fn handle(State(server): State<Arc<Server>>, req: Request) -> Response<Body> {
     let path = req.uri().path().to_string();
-    let segments: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
+    let segments: Vec<&str> = path
+        .trim_matches('/')
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .collect();
     match segments.as_slice() {
         ["version"] => return value_response(StatusCode::OK, &discovery::version()),
-        ["healthz" | "livez" | "readyz", ..] => return json_response(StatusCode::OK, Bytes::from_static(b"ok")),
-        ["api"] => return value_response(StatusCode::OK, &discovery::core_versions(&server.address)),
+        ["healthz" | "livez" | "readyz", ..] => {
+            return json_response(StatusCode::OK, Bytes::from_static(b"ok"));
+        }
+        ["api"] => {
+            return value_response(StatusCode::OK, &discovery::core_versions(&server.address));
+        }
         ["apis"] => return value_response(StatusCode::OK, &discovery::group_list()),
         ["api", v] => {
             return match discovery::resource_list("", v) {
@@ -161,7 +207,11 @@ pub(crate) async fn handle(State(server): State<Arc<Server>>, req: Request) -> R
         (Method::DELETE, true) => "delete",
         (Method::DELETE, false) => "deletecollection",
         _ => {
-            return status_response(405, "MethodNotAllowed", "the server does not allow this method on the requested resource");
+            return status_response(
+                405,
+                "MethodNotAllowed",
+                "the server does not allow this method on the requested resource",
+            );
         }
     };
     let info = RequestInfo {
@@ -181,7 +231,10 @@ pub(crate) async fn handle(State(server): State<Arc<Server>>, req: Request) -> R
     let (parts, body) = req.into_parts();
     let body = match axum::body::to_bytes(body, MAX_BODY).await {
         Ok(b) => b,
-        Err(e) => return ApiError::bad_request(format!("reading the request body failed: {e}")).into_response(),
+        Err(e) => {
+            return ApiError::bad_request(format!("reading the request body failed: {e}"))
+                .into_response();
+        }
     };
     match dispatch(&server, &target, verb, &parts.headers, &params, &body) {
         Ok(r) => r,
@@ -203,7 +256,9 @@ fn manager<'a>(params: &'a Params, headers: &'a HeaderMap) -> &'a str {
 fn parse_body(body: &[u8]) -> Result<Value, ApiError> {
     let v: Value = serde_json::from_slice(body)
         .or_else(|_| serde_yaml::from_slice(body))
-        .map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON or YAML: {e}")))?;
+        .map_err(|e| {
+            ApiError::bad_request(format!("the request body is not valid JSON or YAML: {e}"))
+        })?;
     if !v.is_object() {
         return Err(ApiError::bad_request("the request body must be an object"));
     }
@@ -216,7 +271,10 @@ fn part_of(target: &Target<'_>) -> Result<Part, ApiError> {
         None => Ok(Part::Main),
         Some(sub) if def.has_subresource(sub) && sub == "status" => Ok(Part::Status),
         Some(sub) if def.has_subresource(sub) && sub == "scale" => Ok(Part::Scale),
-        Some(sub) => Err(ApiError::not_found(&format!("{}/{sub}", def.plural), target.name.unwrap_or(""))),
+        Some(sub) => Err(ApiError::not_found(
+            &format!("{}/{sub}", def.plural),
+            target.name.unwrap_or(""),
+        )),
     }
 }
 
@@ -233,7 +291,10 @@ fn dispatch(
     let ns = target.namespace.unwrap_or("");
     let name = target.name.unwrap_or("");
     let dry_run = params.get("dryRun").is_some_and(|d| d == "All");
-    let ctx = WriteCtx { manager: manager(params, headers), dry_run };
+    let ctx = WriteCtx {
+        manager: manager(params, headers),
+        dry_run,
+    };
     let def = &RESOURCES[resource];
     if def.namespaced && target.namespace.is_none() && !matches!(verb, "list" | "watch") {
         return Err(ApiError::not_found("namespaces", ""));
@@ -242,7 +303,10 @@ fn dispatch(
         "get" => {
             let stored = api.get(resource, ns, name)?;
             match part_of(target)? {
-                Part::Scale => Ok(value_response(StatusCode::OK, &semantics::scale_of(&stored.value))),
+                Part::Scale => Ok(value_response(
+                    StatusCode::OK,
+                    &semantics::scale_of(&stored.value),
+                )),
                 _ => Ok(stored_response(StatusCode::OK, &stored)),
             }
         }
@@ -260,7 +324,11 @@ fn dispatch(
             let stored = api.create(resource, ns, body, ctx)?;
             Ok(stored_response(StatusCode::CREATED, &stored))
         }
-        "create" => Err(ApiError::new(405, "MethodNotAllowed", "POST is not supported on this path")),
+        "create" => Err(ApiError::new(
+            405,
+            "MethodNotAllowed",
+            "POST is not supported on this path",
+        )),
         "update" => {
             let part = part_of(target)?;
             let body = parse_body(body)?;
@@ -269,7 +337,10 @@ fn dispatch(
         }
         "patch" => {
             let part = part_of(target)?;
-            let ct = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+            let ct = headers
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
             let kind = PatchKind::from_content_type(ct).ok_or_else(|| {
                 ApiError::new(
                     415,
@@ -278,14 +349,25 @@ fn dispatch(
                 )
             })?;
             let force = params.get("force").is_some_and(|f| f == "true");
-            let mgr = if kind == PatchKind::Apply { params.get("fieldManager").map(String::as_str).unwrap_or("") } else { ctx.manager };
-            let ctx = WriteCtx { manager: mgr, dry_run };
+            let mgr = if kind == PatchKind::Apply {
+                params.get("fieldManager").map(String::as_str).unwrap_or("")
+            } else {
+                ctx.manager
+            };
+            let ctx = WriteCtx {
+                manager: mgr,
+                dry_run,
+            };
             let stored = api.patch(resource, ns, name, part, kind, body, force, ctx)?;
             Ok(part_response(part, &stored))
         }
         "delete" => {
             if target.sub.is_some() {
-                return Err(ApiError::new(405, "MethodNotAllowed", "DELETE is not supported on subresources"));
+                return Err(ApiError::new(
+                    405,
+                    "MethodNotAllowed",
+                    "DELETE is not supported on subresources",
+                ));
             }
             let opts = delete_opts(params, body)?;
             match api.delete(resource, ns, name, &opts)? {
@@ -298,9 +380,20 @@ fn dispatch(
             let (labels, fields) = selectors(params)?;
             let (items, _) = api.store.list(resource, target.namespace, None);
             let mut deleted = Vec::new();
-            for item in items.iter().filter(|s| labels.matches_object(&s.value) && fields.matches_object(&s.value)) {
-                let n = item.value.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
-                let ins = item.value.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("");
+            for item in items
+                .iter()
+                .filter(|s| labels.matches_object(&s.value) && fields.matches_object(&s.value))
+            {
+                let n = item
+                    .value
+                    .pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                let ins = item
+                    .value
+                    .pointer("/metadata/namespace")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
                 match api.delete(resource, ins, n, &opts) {
                     Ok(Deleted::Gone(s) | Deleted::Pending(s)) => deleted.push(s),
                     Err(e) if e.code == 404 => {}
@@ -328,11 +421,17 @@ fn delete_opts(params: &Params, body: &[u8]) -> Result<DeleteOpts, ApiError> {
         let v: Value = serde_json::from_slice(body)
             .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?;
         opts.grace_period = v.get("gracePeriodSeconds").and_then(Value::as_i64);
-        opts.propagation = v.get("propagationPolicy").and_then(Value::as_str).map(str::to_string);
+        opts.propagation = v
+            .get("propagationPolicy")
+            .and_then(Value::as_str)
+            .map(str::to_string);
         if v.get("orphanDependents").and_then(Value::as_bool) == Some(true) {
             opts.propagation = Some("Orphan".into());
         }
-        opts.uid = v.pointer("/preconditions/uid").and_then(Value::as_str).map(str::to_string);
+        opts.uid = v
+            .pointer("/preconditions/uid")
+            .and_then(Value::as_str)
+            .map(str::to_string);
         opts.resource_version = v
             .pointer("/preconditions/resourceVersion")
             .and_then(Value::as_str)
@@ -343,7 +442,10 @@ fn delete_opts(params: &Params, body: &[u8]) -> Result<DeleteOpts, ApiError> {
             .is_some_and(|d| d.iter().any(|x| x == "All"));
     }
     if let Some(g) = params.get("gracePeriodSeconds") {
-        opts.grace_period = Some(g.parse().map_err(|_| ApiError::bad_request("gracePeriodSeconds must be an integer"))?);
+        opts.grace_period = Some(
+            g.parse()
+                .map_err(|_| ApiError::bad_request("gracePeriodSeconds must be an integer"))?,
+        );
     }
     if let Some(p) = params.get("propagationPolicy") {
         opts.propagation = Some(p.clone());
@@ -388,7 +490,12 @@ fn decode_continue(token: &str) -> Result<Key, ApiError> {
     Ok((ns.to_string(), name.to_string()))
 }
 
-fn list_response(def: &resources::ResourceDef, rv: u64, items: &[Arc<Stored>], cont: Option<(String, usize)>) -> Response<Body> {
+fn list_response(
+    def: &resources::ResourceDef,
+    rv: u64,
+    items: &[Arc<Stored>],
+    cont: Option<(String, usize)>,
+) -> Response<Body> {
     let size: usize = items.iter().map(|s| s.json.len() + 1).sum();
     let mut buf = BytesMut::with_capacity(size + 256);
     buf.extend_from_slice(b"{\"kind\":\"");
@@ -413,7 +520,12 @@ fn list_response(def: &resources::ResourceDef, rv: u64, items: &[Arc<Stored>], c
     json_response(StatusCode::OK, buf.freeze())
 }
 
-fn list(api: &Api, target: &Target<'_>, params: &Params, _headers: &HeaderMap) -> Result<Response<Body>, ApiError> {
+fn list(
+    api: &Api,
+    target: &Target<'_>,
+    params: &Params,
+    _headers: &HeaderMap,
+) -> Result<Response<Body>, ApiError> {
     let def = &RESOURCES[target.resource];
     let (labels, fields) = selectors(params)?;
     let start = match params.get("continue").filter(|c| !c.is_empty()) {
@@ -424,7 +536,9 @@ fn list(api: &Api, target: &Target<'_>, params: &Params, _headers: &HeaderMap) -
         .get("limit")
         .and_then(|l| l.parse::<usize>().ok())
         .filter(|l| *l > 0);
-    let (items, rv) = api.store.list(target.resource, target.namespace, start.as_ref());
+    let (items, rv) = api
+        .store
+        .list(target.resource, target.namespace, start.as_ref());
     let mut matching = items
         .into_iter()
         .filter(|s| labels.matches_object(&s.value) && fields.matches_object(&s.value));
@@ -438,8 +552,12 @@ fn list(api: &Api, target: &Target<'_>, params: &Params, _headers: &HeaderMap) -
             let v = &last.value;
             let key = Api::key(
                 target.resource,
-                v.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or(""),
-                v.pointer("/metadata/name").and_then(Value::as_str).unwrap_or(""),
+                v.pointer("/metadata/namespace")
+                    .and_then(Value::as_str)
+                    .unwrap_or(""),
+                v.pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or(""),
             );
             Some((encode_continue(&key), remaining))
         }
@@ -448,21 +566,34 @@ fn list(api: &Api, target: &Target<'_>, params: &Params, _headers: &HeaderMap) -
     Ok(list_response(def, rv, &page, cont))
 }
 
-fn watch_response(server: &Server, target: &Target<'_>, params: &Params, info: &RequestInfo<'_>) -> Response<Body> {
+fn watch_response(
+    server: &Server,
+    target: &Target<'_>,
+    params: &Params,
+    info: &RequestInfo<'_>,
+) -> Response<Body> {
     let (labels, fields) = match selectors(params) {
         Ok(s) => s,
         Err(e) => return e.into_response(),
     };
-    let rv = params.get("resourceVersion").map(String::as_str).unwrap_or("");
+    let rv = params
+        .get("resourceVersion")
+        .map(String::as_str)
+        .unwrap_or("");
     let initial = params.get("sendInitialEvents").is_some_and(|s| s == "true");
-    let bookmarks = params.get("allowWatchBookmarks").is_some_and(|s| s == "true");
+    let bookmarks = params
+        .get("allowWatchBookmarks")
+        .is_some_and(|s| s == "true");
     let start = if initial || rv.is_empty() || rv == "0" {
-        Start::Initial { end_marker: initial && bookmarks }
+        Start::Initial {
+            end_marker: initial && bookmarks,
+        }
     } else {
         match rv.parse::<u64>() {
             Ok(rv) => Start::After(rv),
             Err(_) => {
-                return ApiError::bad_request(format!("invalid resourceVersion {rv:?}")).into_response();
+                return ApiError::bad_request(format!("invalid resourceVersion {rv:?}"))
+                    .into_response();
             }
         }
     };
@@ -481,13 +612,18 @@ fn watch_response(server: &Server, target: &Target<'_>, params: &Params, info: &
         bookmark_interval: server.bookmark_interval,
     };
     let frames = if server.faults.take_forced_gone(info) {
-        futures::stream::iter([watch::gone_frame("too old resource version: forced by fault injection")]).boxed()
+        futures::stream::iter([watch::gone_frame(
+            "too old resource version: forced by fault injection",
+        )])
+        .boxed()
     } else {
         watch::watch(server.api.clone(), spec)
     };
     let frames = server.faults.wrap_watch(info, frames);
     let mut r = Response::new(Body::from_stream(frames.map(Ok::<_, Infallible>)));
-    r.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     r
 }

@@ -42,7 +42,11 @@ impl ApiError {
     }
 
     pub(crate) fn invalid(kind: &str, name: &str, why: impl std::fmt::Display) -> Self {
-        Self::new(422, "Invalid", format!("{kind} \"{name}\" is invalid: {why}"))
+        Self::new(
+            422,
+            "Invalid",
+            format!("{kind} \"{name}\" is invalid: {why}"),
+        )
     }
 
     pub(crate) fn bad_request(message: impl Into<String>) -> Self {

@@ -316,7 +316,13 @@ impl Store {
         };
         // Every commit pushes exactly one event, so versions are contiguous.
         let start = (after + 1).saturating_sub(first) as usize;
-        Ok(inner.history.iter().skip(start).take(max).cloned().collect())
+        Ok(inner
+            .history
+            .iter()
+            .skip(start)
+            .take(max)
+            .cloned()
+            .collect())
     }
 
     /// Whether a watch may start from `rv`.

@@ -136,7 +136,9 @@ pub(crate) fn watch(api: Arc<Api>, spec: WatchSpec) -> BoxStream<'static, Bytes>
             rv
         }
         Start::Initial { end_marker } => {
-            let (items, rv) = api.store.list(spec.resource, spec.namespace.as_deref(), None);
+            let (items, rv) = api
+                .store
+                .list(spec.resource, spec.namespace.as_deref(), None);
             pending.extend(
                 items
                     .iter()

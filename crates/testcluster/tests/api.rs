@@ -16,7 +16,10 @@ use serde_json::json;
 async fn builtin_namespaces_and_version() {
     let cluster = start().await;
     let client = cluster.client();
-    let namespaces = Api::<Namespace>::all(client.clone()).list(&ListParams::default()).await.unwrap();
+    let namespaces = Api::<Namespace>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .unwrap();
     let names: Vec<_> = namespaces.items.iter().map(|n| n.name_any()).collect();
     assert!(names.contains(&"default".to_string()));
     assert!(names.contains(&"kube-system".to_string()));
@@ -28,20 +31,41 @@ async fn builtin_namespaces_and_version() {
 async fn pod_crud_sets_server_fields() {
     let cluster = start().await;
     let pods = Api::<Pod>::namespaced(cluster.client(), "default");
-    let created = pods.create(&PostParams::default(), &pod("a", json!({"app": "x"}))).await.unwrap();
+    let created = pods
+        .create(&PostParams::default(), &pod("a", json!({"app": "x"})))
+        .await
+        .unwrap();
     assert!(created.metadata.uid.is_some());
     assert!(created.metadata.creation_timestamp.is_some());
     assert_eq!(created.metadata.namespace.as_deref(), Some("default"));
     assert_eq!(created.status.unwrap().phase.as_deref(), Some("Pending"));
-    let rv1: u64 = created.metadata.resource_version.clone().unwrap().parse().unwrap();
+    let rv1: u64 = created
+        .metadata
+        .resource_version
+        .clone()
+        .unwrap()
+        .parse()
+        .unwrap();
 
     let mut got = pods.get("a").await.unwrap();
     assert_eq!(got.metadata.uid, created.metadata.uid);
     got.labels_mut().insert("tier".into(), "front".into());
-    let replaced = pods.replace("a", &PostParams::default(), &got).await.unwrap();
-    let rv2: u64 = replaced.metadata.resource_version.clone().unwrap().parse().unwrap();
+    let replaced = pods
+        .replace("a", &PostParams::default(), &got)
+        .await
+        .unwrap();
+    let rv2: u64 = replaced
+        .metadata
+        .resource_version
+        .clone()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!(rv2 > rv1, "resourceVersion grows");
-    assert_eq!(replaced.labels().get("tier").map(String::as_str), Some("front"));
+    assert_eq!(
+        replaced.labels().get("tier").map(String::as_str),
+        Some("front")
+    );
 
     let list = pods.list(&ListParams::default()).await.unwrap();
     assert_eq!(list.items.len(), 1);
@@ -60,7 +84,10 @@ async fn crud_for_every_resource() {
     let pp = PostParams::default();
 
     let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "team-a"}})).unwrap();
-    let ns = Api::<Namespace>::all(client.clone()).create(&pp, &ns).await.unwrap();
+    let ns = Api::<Namespace>::all(client.clone())
+        .create(&pp, &ns)
+        .await
+        .unwrap();
     assert_eq!(ns.status.unwrap().phase.as_deref(), Some("Active"));
 
     let rcs = Api::<ReplicationController>::namespaced(client.clone(), "team-a");
@@ -73,7 +100,11 @@ async fn crud_for_every_resource() {
     let rc = rcs.create(&pp, &rc).await.unwrap();
     let spec = rc.spec.unwrap();
     assert_eq!(spec.replicas, Some(1), "replicas default to 1");
-    assert_eq!(spec.selector.unwrap().get("app").map(String::as_str), Some("rc"), "selector defaults from template labels");
+    assert_eq!(
+        spec.selector.unwrap().get("app").map(String::as_str),
+        Some("rc"),
+        "selector defaults from template labels"
+    );
     rcs.delete("rc", &DeleteParams::default()).await.unwrap();
 
     let rss = Api::<ReplicaSet>::namespaced(client.clone(), "default");
@@ -82,7 +113,10 @@ async fn crud_for_every_resource() {
     let rs = rss.create(&pp, &rs).await.unwrap();
     assert_eq!(rs.spec.replicas, Some(1));
     assert_eq!(rs.metadata.generation, Some(1));
-    assert_eq!(rss.list(&ListParams::default()).await.unwrap().items.len(), 1);
+    assert_eq!(
+        rss.list(&ListParams::default()).await.unwrap().items.len(),
+        1
+    );
 
     let events = Api::<Event>::namespaced(client.clone(), "default");
     let ev: Event = serde_json::from_value(json!({
@@ -101,15 +135,31 @@ async fn crud_for_every_resource() {
     }))
     .unwrap();
     events_v1.create(&pp, &ev1).await.unwrap();
-    assert_eq!(events_v1.get("e1").await.unwrap().reason.as_deref(), Some("R"));
+    assert_eq!(
+        events_v1.get("e1").await.unwrap().reason.as_deref(),
+        Some("R")
+    );
 
     let leases = Api::<Lease>::namespaced(client.clone(), "default");
-    let lease: Lease = serde_json::from_value(json!({"metadata": {"name": "l"}, "spec": {"holderIdentity": "me"}})).unwrap();
+    let lease: Lease = serde_json::from_value(
+        json!({"metadata": {"name": "l"}, "spec": {"holderIdentity": "me"}}),
+    )
+    .unwrap();
     leases.create(&pp, &lease).await.unwrap();
     let mut got = leases.get("l").await.unwrap();
     got.spec.as_mut().unwrap().holder_identity = Some("you".into());
     leases.replace("l", &pp, &got).await.unwrap();
-    assert_eq!(leases.get("l").await.unwrap().spec.unwrap().holder_identity.as_deref(), Some("you"));
+    assert_eq!(
+        leases
+            .get("l")
+            .await
+            .unwrap()
+            .spec
+            .unwrap()
+            .holder_identity
+            .as_deref(),
+        Some("you")
+    );
     leases.delete("l", &DeleteParams::default()).await.unwrap();
     assert_eq!(api_error(leases.get("l").await).code, 404);
 }
@@ -120,23 +170,35 @@ async fn conflicts_and_already_exists() {
     let pods = Api::<Pod>::namespaced(cluster.client(), "default");
     let created = create_pod(&cluster.client(), "a", json!({})).await;
 
-    let err = api_error(pods.create(&PostParams::default(), &pod("a", json!({}))).await);
+    let err = api_error(
+        pods.create(&PostParams::default(), &pod("a", json!({})))
+            .await,
+    );
     assert_eq!((err.code, err.reason.as_str()), (409, "AlreadyExists"));
 
     let mut stale = created.clone();
     let mut fresh = created.clone();
     fresh.labels_mut().insert("v".into(), "1".into());
-    pods.replace("a", &PostParams::default(), &fresh).await.unwrap();
+    pods.replace("a", &PostParams::default(), &fresh)
+        .await
+        .unwrap();
     stale.labels_mut().insert("v".into(), "2".into());
     let err = api_error(pods.replace("a", &PostParams::default(), &stale).await);
     assert_eq!((err.code, err.reason.as_str()), (409, "Conflict"));
 
     // Without a resourceVersion the update is unconditional.
     stale.metadata.resource_version = None;
-    let updated = pods.replace("a", &PostParams::default(), &stale).await.unwrap();
+    let updated = pods
+        .replace("a", &PostParams::default(), &stale)
+        .await
+        .unwrap();
     assert_eq!(updated.labels().get("v").map(String::as_str), Some("2"));
 
-    let err = api_error(Api::<Pod>::namespaced(cluster.client(), "nope").create(&PostParams::default(), &pod("x", json!({}))).await);
+    let err = api_error(
+        Api::<Pod>::namespaced(cluster.client(), "nope")
+            .create(&PostParams::default(), &pod("x", json!({})))
+            .await,
+    );
     assert_eq!(err.code, 404);
 }
 
@@ -156,7 +218,11 @@ async fn generate_name_adds_five_characters() {
     let long = "x".repeat(80);
     p.metadata.generate_name = Some(long);
     let c = pods.create(&PostParams::default(), &p).await.unwrap();
-    assert_eq!(c.name_any().len(), 58 + 5, "the base is cut to 58 characters");
+    assert_eq!(
+        c.name_any().len(),
+        58 + 5,
+        "the base is cut to 58 characters"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -190,9 +256,15 @@ async fn label_and_field_selectors() {
     assert_eq!(names("tier").await, "a,b");
     assert_eq!(names("!tier").await, "c");
 
-    let by_field = pods.list(&ListParams::default().fields("metadata.name=b")).await.unwrap();
+    let by_field = pods
+        .list(&ListParams::default().fields("metadata.name=b"))
+        .await
+        .unwrap();
     assert_eq!(by_field.items.len(), 1);
-    let pending = pods.list(&ListParams::default().fields("status.phase=Pending,spec.nodeName=")).await.unwrap();
+    let pending = pods
+        .list(&ListParams::default().fields("status.phase=Pending,spec.nodeName="))
+        .await
+        .unwrap();
     assert_eq!(pending.items.len(), 3);
     let all_ns = Api::<Pod>::all(client.clone())
         .list(&ListParams::default().fields("metadata.namespace=default"))
@@ -238,43 +310,72 @@ async fn validation_errors_are_422_status() {
     let cluster = start().await;
     let client = cluster.client();
     let pods = Api::<Pod>::namespaced(client.clone(), "default");
-    let err = api_error(pods.create(&PostParams::default(), &pod("Bad_Name", json!({}))).await);
+    let err = api_error(
+        pods.create(&PostParams::default(), &pod("Bad_Name", json!({})))
+            .await,
+    );
     assert_eq!((err.code, err.reason.as_str()), (422, "Invalid"));
     assert!(err.message.contains("metadata.name"), "{}", err.message);
 
     let mut no_containers = pod("ok", json!({}));
     no_containers.spec.as_mut().unwrap().containers.clear();
-    assert_eq!(api_error(pods.create(&PostParams::default(), &no_containers).await).code, 422);
+    assert_eq!(
+        api_error(pods.create(&PostParams::default(), &no_containers).await).code,
+        422
+    );
 
     let rss = Api::<ReplicaSet>::namespaced(client.clone(), "default");
     let mut mismatch = replicaset("rs", 1);
-    mismatch.spec.template.as_mut().unwrap().metadata.as_mut().unwrap().labels =
-        Some([("app".to_string(), "other".to_string())].into());
+    mismatch
+        .spec
+        .template
+        .as_mut()
+        .unwrap()
+        .metadata
+        .as_mut()
+        .unwrap()
+        .labels = Some([("app".to_string(), "other".to_string())].into());
     let err = api_error(rss.create(&PostParams::default(), &mismatch).await);
     assert_eq!((err.code, err.reason.as_str()), (422, "Invalid"));
 
     let mut empty_selector = replicaset("rs", 1);
     empty_selector.spec.selector = Default::default();
-    assert_eq!(api_error(rss.create(&PostParams::default(), &empty_selector).await).code, 422);
+    assert_eq!(
+        api_error(rss.create(&PostParams::default(), &empty_selector).await).code,
+        422
+    );
 
     let mut negative = replicaset("rs", 1);
     negative.spec.replicas = Some(-1);
-    assert_eq!(api_error(rss.create(&PostParams::default(), &negative).await).code, 422);
+    assert_eq!(
+        api_error(rss.create(&PostParams::default(), &negative).await).code,
+        422
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_and_scale_subresources_and_generation() {
     let cluster = start().await;
     let rss = Api::<ReplicaSet>::namespaced(cluster.client(), "default");
-    let rs = rss.create(&PostParams::default(), &replicaset("web", 1)).await.unwrap();
+    let rs = rss
+        .create(&PostParams::default(), &replicaset("web", 1))
+        .await
+        .unwrap();
     assert_eq!(rs.metadata.generation, Some(1));
 
     // A main-resource write ignores status.
     let mut with_status = rs.clone();
     with_status.status.as_mut().unwrap().replicas = 9;
-    let after = rss.replace("web", &PostParams::default(), &with_status).await.unwrap();
+    let after = rss
+        .replace("web", &PostParams::default(), &with_status)
+        .await
+        .unwrap();
     assert_eq!(after.status.as_ref().unwrap().replicas, 0);
-    assert_eq!(after.metadata.generation, Some(1), "no spec change, no generation bump");
+    assert_eq!(
+        after.metadata.generation,
+        Some(1),
+        "no spec change, no generation bump"
+    );
 
     // A status write ignores spec and keeps the generation.
     let mut status_write = after.clone();
@@ -291,7 +392,10 @@ async fn status_and_scale_subresources_and_generation() {
     // A spec change bumps the generation.
     let mut spec_write = after.clone();
     spec_write.spec.min_ready_seconds = Some(5);
-    let after = rss.replace("web", &PostParams::default(), &spec_write).await.unwrap();
+    let after = rss
+        .replace("web", &PostParams::default(), &spec_write)
+        .await
+        .unwrap();
     assert_eq!(after.metadata.generation, Some(2));
 
     // Scale reads and writes spec.replicas.
@@ -299,12 +403,19 @@ async fn status_and_scale_subresources_and_generation() {
     assert_eq!(scale.spec.unwrap().replicas, Some(1));
     assert_eq!(scale.status.unwrap().selector.as_deref(), Some("app=web"));
     let patch = kube::api::Patch::Merge(json!({"spec": {"replicas": 4}}));
-    let scale = rss.patch_scale("web", &Default::default(), &patch).await.unwrap();
+    let scale = rss
+        .patch_scale("web", &Default::default(), &patch)
+        .await
+        .unwrap();
     assert_eq!(scale.spec.unwrap().replicas, Some(4));
     let rs = rss.get("web").await.unwrap();
     assert_eq!(rs.spec.replicas, Some(4));
     assert_eq!(rs.status.unwrap().replicas, 3, "scale leaves status alone");
-    assert_eq!(rs.metadata.generation, Some(3), "spec.replicas changed, as on kube-apiserver");
+    assert_eq!(
+        rs.metadata.generation,
+        Some(3),
+        "spec.replicas changed, as on kube-apiserver"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -318,7 +429,16 @@ async fn pod_binding() {
         .unwrap();
     client.request_text(req).await.unwrap();
     let pods = Api::<Pod>::namespaced(client.clone(), "default");
-    assert_eq!(pods.get("a").await.unwrap().spec.unwrap().node_name.as_deref(), Some("node-1"));
+    assert_eq!(
+        pods.get("a")
+            .await
+            .unwrap()
+            .spec
+            .unwrap()
+            .node_name
+            .as_deref(),
+        Some("node-1")
+    );
     let again = http::Request::post("/api/v1/namespaces/default/pods/a/binding")
         .header("content-type", "application/json")
         .body(serde_json::to_vec(&json!({"target": {"name": "node-2"}})).unwrap())

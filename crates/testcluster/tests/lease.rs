@@ -28,12 +28,18 @@ async fn only_one_lease_manager_holds_the_lease() {
         .await
         .unwrap();
     let guard = Duration::from_secs(30);
-    let a_locked = tokio::time::timeout(guard, a.changed()).await.unwrap().unwrap();
+    let a_locked = tokio::time::timeout(guard, a.changed())
+        .await
+        .unwrap()
+        .unwrap();
     assert!(a_locked, "the first manager takes the free lease");
     // b cannot take it while a holds it: its change() does not resolve
     // to "locked" while a keeps renewing.
     let b_attempt = tokio::time::timeout(Duration::from_millis(500), b.changed()).await;
-    assert!(!matches!(b_attempt, Ok(Ok(true))), "b must not hold the lease while a does");
+    assert!(
+        !matches!(b_attempt, Ok(Ok(true))),
+        "b must not hold the lease while a does"
+    );
     a.release().await.unwrap();
     let b_locked = tokio::time::timeout(guard, async {
         loop {

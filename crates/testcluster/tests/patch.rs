@@ -15,8 +15,13 @@ async fn merge_patch_sets_and_removes_fields() {
     let cluster = start().await;
     create_pod(&cluster.client(), "a", json!({"keep": "1", "drop": "1"})).await;
     let pods = Api::<Pod>::namespaced(cluster.client(), "default");
-    let patch = Patch::Merge(json!({"metadata": {"labels": {"drop": null, "new": "2"}, "annotations": {"a": "b"}}}));
-    let p = pods.patch("a", &PatchParams::default(), &patch).await.unwrap();
+    let patch = Patch::Merge(
+        json!({"metadata": {"labels": {"drop": null, "new": "2"}, "annotations": {"a": "b"}}}),
+    );
+    let p = pods
+        .patch("a", &PatchParams::default(), &patch)
+        .await
+        .unwrap();
     let labels = p.labels();
     assert_eq!(labels.get("keep").map(String::as_str), Some("1"));
     assert_eq!(labels.get("new").map(String::as_str), Some("2"));
@@ -37,8 +42,14 @@ async fn strategic_merge_for_metadata_lists() {
     let mut p = pod("a", json!({}));
     p.metadata.finalizers = Some(vec!["example.com/a".into()]);
     p.metadata.owner_references = Some(vec![
-        serde_json::from_value(json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "o1", "uid": "uid-1"})).unwrap(),
-        serde_json::from_value(json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "o2", "uid": "uid-2"})).unwrap(),
+        serde_json::from_value(
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "o1", "uid": "uid-1"}),
+        )
+        .unwrap(),
+        serde_json::from_value(
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "o2", "uid": "uid-2"}),
+        )
+        .unwrap(),
     ]);
     pods.create(&PostParams::default(), &p).await.unwrap();
 
@@ -50,19 +61,35 @@ async fn strategic_merge_for_metadata_lists() {
             {"apiVersion": "v1", "kind": "ConfigMap", "name": "o3", "uid": "uid-3"}
         ]
     }}));
-    let p = pods.patch("a", &PatchParams::default(), &patch).await.unwrap();
-    assert_eq!(p.finalizers(), ["example.com/a", "example.com/b"], "finalizers merge as a set");
+    let p = pods
+        .patch("a", &PatchParams::default(), &patch)
+        .await
+        .unwrap();
+    assert_eq!(
+        p.finalizers(),
+        ["example.com/a", "example.com/b"],
+        "finalizers merge as a set"
+    );
     let uids: Vec<_> = p.owner_references().iter().map(|r| r.uid.clone()).collect();
     assert_eq!(uids, ["uid-2", "uid-3"], "ownerReferences merge by uid");
     assert_eq!(p.labels().get("l").map(String::as_str), Some("v"));
 
-    let remove = Patch::Strategic(json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["example.com/a"]}}));
-    let p = pods.patch("a", &PatchParams::default(), &remove).await.unwrap();
+    let remove = Patch::Strategic(
+        json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["example.com/a"]}}),
+    );
+    let p = pods
+        .patch("a", &PatchParams::default(), &remove)
+        .await
+        .unwrap();
     assert_eq!(p.finalizers(), ["example.com/b"]);
 
     // Containers merge by name.
-    let containers = Patch::Strategic(json!({"spec": {"containers": [{"name": "c", "image": "nginx:2"}]}}));
-    let p = pods.patch("a", &PatchParams::default(), &containers).await.unwrap();
+    let containers =
+        Patch::Strategic(json!({"spec": {"containers": [{"name": "c", "image": "nginx:2"}]}}));
+    let p = pods
+        .patch("a", &PatchParams::default(), &containers)
+        .await
+        .unwrap();
     let spec = p.spec.unwrap();
     assert_eq!(spec.containers.len(), 1);
     assert_eq!(spec.containers[0].image.as_deref(), Some("nginx:2"));
@@ -79,7 +106,10 @@ async fn json_patch_with_test_operation() {
         {"op": "add", "path": "/metadata/annotations", "value": {"k": "x"}}
     ]))
     .unwrap();
-    let p = pods.patch("a", &PatchParams::default(), &Patch::<()>::Json(ok)).await.unwrap();
+    let p = pods
+        .patch("a", &PatchParams::default(), &Patch::<()>::Json(ok))
+        .await
+        .unwrap();
     assert_eq!(p.labels().get("v").map(String::as_str), Some("2"));
     assert_eq!(p.annotations().get("k").map(String::as_str), Some("x"));
 
@@ -88,9 +118,20 @@ async fn json_patch_with_test_operation() {
         {"op": "replace", "path": "/metadata/labels/v", "value": "3"}
     ]))
     .unwrap();
-    let err = api_error(pods.patch("a", &PatchParams::default(), &Patch::<()>::Json(failing)).await);
+    let err = api_error(
+        pods.patch("a", &PatchParams::default(), &Patch::<()>::Json(failing))
+            .await,
+    );
     assert_eq!((err.code, err.reason.as_str()), (422, "Invalid"));
-    assert_eq!(pods.get("a").await.unwrap().labels().get("v").map(String::as_str), Some("2"));
+    assert_eq!(
+        pods.get("a")
+            .await
+            .unwrap()
+            .labels()
+            .get("v")
+            .map(String::as_str),
+        Some("2")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -104,13 +145,26 @@ async fn server_side_apply_creates_and_detects_conflicts() {
             "spec": {"holderIdentity": holder, "leaseDurationSeconds": 10}
         }))
     };
-    let l = leases.patch("l", &PatchParams::apply("mgr-a"), &apply("a")).await.unwrap();
+    let l = leases
+        .patch("l", &PatchParams::apply("mgr-a"), &apply("a"))
+        .await
+        .unwrap();
     assert_eq!(l.spec.unwrap().holder_identity.as_deref(), Some("a"));
-    let err = api_error(leases.patch("l", &PatchParams::apply("mgr-b"), &apply("b")).await);
+    let err = api_error(
+        leases
+            .patch("l", &PatchParams::apply("mgr-b"), &apply("b"))
+            .await,
+    );
     assert_eq!((err.code, err.reason.as_str()), (409, "Conflict"));
     // The same value is no conflict; force takes ownership.
-    leases.patch("l", &PatchParams::apply("mgr-b"), &apply("a")).await.unwrap();
-    let l = leases.patch("l", &PatchParams::apply("mgr-b").force(), &apply("b")).await.unwrap();
+    leases
+        .patch("l", &PatchParams::apply("mgr-b"), &apply("a"))
+        .await
+        .unwrap();
+    let l = leases
+        .patch("l", &PatchParams::apply("mgr-b").force(), &apply("b"))
+        .await
+        .unwrap();
     assert_eq!(l.spec.unwrap().holder_identity.as_deref(), Some("b"));
 }
 

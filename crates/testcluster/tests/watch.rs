@@ -20,7 +20,11 @@ async fn next_raw<S>(stream: &mut S) -> WatchEvent<Pod>
 where
     S: futures::Stream<Item = kube::Result<WatchEvent<Pod>>> + Unpin,
 {
-    tokio::time::timeout(GUARD, stream.next()).await.unwrap().unwrap().unwrap()
+    tokio::time::timeout(GUARD, stream.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap()
 }
 
 /// The next event that is not a bookmark.
@@ -54,11 +58,19 @@ async fn watch_delivers_changes_in_order_and_resumes() {
     let list = pods.list(&ListParams::default()).await.unwrap();
     let start_rv = list.metadata.resource_version.unwrap();
 
-    let mut stream = pods.watch(&WatchParams::default(), &start_rv).await.unwrap().boxed();
-    create_pod(&client, "a", json!({})).await;
-    pods.patch("a", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"x": "1"}}})))
+    let mut stream = pods
+        .watch(&WatchParams::default(), &start_rv)
         .await
-        .unwrap();
+        .unwrap()
+        .boxed();
+    create_pod(&client, "a", json!({})).await;
+    pods.patch(
+        "a",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"x": "1"}}})),
+    )
+    .await
+    .unwrap();
     create_pod(&client, "b", json!({})).await;
     pods.delete("a", &DeleteParams::default()).await.unwrap();
 
@@ -80,7 +92,11 @@ async fn watch_delivers_changes_in_order_and_resumes() {
     assert_eq!(seen, ["ADDED a", "MODIFIED a", "ADDED b", "DELETED a"]);
 
     // Resuming from the first event's version replays what followed.
-    let mut resumed = pods.watch(&WatchParams::default(), &after_first).await.unwrap().boxed();
+    let mut resumed = pods
+        .watch(&WatchParams::default(), &after_first)
+        .await
+        .unwrap()
+        .boxed();
     let mut replay = Vec::new();
     for _ in 0..3 {
         replay.push(describe(&next(&mut resumed).await));
@@ -93,24 +109,42 @@ async fn watch_of_one_name_and_selector_transitions() {
     let cluster = start().await;
     let client = cluster.client();
     let pods = Api::<Pod>::namespaced(client.clone(), "default");
-    let rv = pods.list(&ListParams::default()).await.unwrap().metadata.resource_version.unwrap();
+    let rv = pods
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
     let mut by_name = pods
         .watch(&WatchParams::default().fields("metadata.name=b"), &rv)
         .await
         .unwrap()
         .boxed();
-    let mut by_label = pods.watch(&WatchParams::default().labels("app=web"), &rv).await.unwrap().boxed();
+    let mut by_label = pods
+        .watch(&WatchParams::default().labels("app=web"), &rv)
+        .await
+        .unwrap()
+        .boxed();
     create_pod(&client, "a", json!({"app": "web"})).await;
     create_pod(&client, "b", json!({})).await;
     assert_eq!(describe(&next(&mut by_name).await), "ADDED b");
     assert_eq!(describe(&next(&mut by_label).await), "ADDED a");
     // Leaving the selector is a DELETED for that watcher, entering it an ADDED.
-    pods.patch("a", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"app": "db"}}})))
-        .await
-        .unwrap();
-    pods.patch("b", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"app": "web"}}})))
-        .await
-        .unwrap();
+    pods.patch(
+        "a",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"app": "db"}}})),
+    )
+    .await
+    .unwrap();
+    pods.patch(
+        "b",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"app": "web"}}})),
+    )
+    .await
+    .unwrap();
     assert_eq!(describe(&next(&mut by_label).await), "DELETED a");
     assert_eq!(describe(&next(&mut by_label).await), "ADDED b");
     assert_eq!(describe(&next(&mut by_name).await), "MODIFIED b");
@@ -123,8 +157,18 @@ async fn idle_watch_gets_bookmarks() {
     let client = cluster.client();
     create_pod(&client, "a", json!({})).await;
     let pods = Api::<Pod>::namespaced(client.clone(), "default");
-    let rv = pods.list(&ListParams::default()).await.unwrap().metadata.resource_version.unwrap();
-    let mut stream = pods.watch(&WatchParams::default(), &rv).await.unwrap().boxed();
+    let rv = pods
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let mut stream = pods
+        .watch(&WatchParams::default(), &rv)
+        .await
+        .unwrap()
+        .boxed();
     match next_raw(&mut stream).await {
         WatchEvent::Bookmark(b) => assert_eq!(b.metadata.resource_version, rv),
         other => panic!("expected a bookmark, got {}", describe(&other)),
@@ -135,9 +179,20 @@ async fn idle_watch_gets_bookmarks() {
 async fn watch_with_timeout_ends() {
     let cluster = start().await;
     let pods = Api::<Pod>::namespaced(cluster.client(), "default");
-    let rv = pods.list(&ListParams::default()).await.unwrap().metadata.resource_version.unwrap();
-    let stream = pods.watch(&WatchParams::default().timeout(1), &rv).await.unwrap();
-    let rest: Vec<_> = tokio::time::timeout(GUARD, stream.collect::<Vec<_>>()).await.unwrap();
+    let rv = pods
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let stream = pods
+        .watch(&WatchParams::default().timeout(1), &rv)
+        .await
+        .unwrap();
+    let rest: Vec<_> = tokio::time::timeout(GUARD, stream.collect::<Vec<_>>())
+        .await
+        .unwrap();
     assert!(rest.is_empty());
 }
 
@@ -147,12 +202,22 @@ async fn too_old_version_is_gone_and_watcher_relists() {
     let cluster = TestCluster::start(config).await.unwrap();
     let client = cluster.client();
     let pods = Api::<Pod>::namespaced(client.clone(), "default");
-    let old_rv = pods.list(&ListParams::default()).await.unwrap().metadata.resource_version.unwrap();
+    let old_rv = pods
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
     for i in 0..10 {
         create_pod(&client, &format!("p{i}"), json!({})).await;
     }
     // The raw watch gets an ERROR event with code 410, as from kube-apiserver.
-    let mut raw = pods.watch(&WatchParams::default(), &old_rv).await.unwrap().boxed();
+    let mut raw = pods
+        .watch(&WatchParams::default(), &old_rv)
+        .await
+        .unwrap()
+        .boxed();
     match next(&mut raw).await {
         WatchEvent::Error(e) => assert_eq!((e.code, e.reason.as_str()), (410, "Expired")),
         other => panic!("expected 410, got {}", describe(&other)),
@@ -175,7 +240,12 @@ async fn too_old_version_is_gone_and_watcher_relists() {
     let mut stream = watcher(pods.clone(), wc).boxed();
     let mut inits = 0;
     loop {
-        if let watcher::Event::InitDone = tokio::time::timeout(GUARD, stream.try_next()).await.unwrap().unwrap().unwrap() {
+        if let watcher::Event::InitDone = tokio::time::timeout(GUARD, stream.try_next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap()
+        {
             inits += 1;
             break;
         }
@@ -186,7 +256,11 @@ async fn too_old_version_is_gone_and_watcher_relists() {
     let mut gone_seen = false;
     let mut created_x2 = false;
     loop {
-        match tokio::time::timeout(GUARD, stream.next()).await.unwrap().unwrap() {
+        match tokio::time::timeout(GUARD, stream.next())
+            .await
+            .unwrap()
+            .unwrap()
+        {
             Err(watcher::Error::WatchError(e)) if e.code == 410 => gone_seen = true,
             Err(_) => {}
             Ok(watcher::Event::InitDone) => {
@@ -215,7 +289,12 @@ async fn streaming_list_sends_initial_events_then_marker() {
     let mut stream = watcher(pods, config).boxed();
     let mut names = Vec::new();
     loop {
-        match tokio::time::timeout(GUARD, stream.try_next()).await.unwrap().unwrap().unwrap() {
+        match tokio::time::timeout(GUARD, stream.try_next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap()
+        {
             watcher::Event::InitApply(p) => names.push(p.name_any()),
             watcher::Event::InitDone => break,
             _ => {}
@@ -223,7 +302,12 @@ async fn streaming_list_sends_initial_events_then_marker() {
     }
     assert_eq!(names, ["a", "b"]);
     create_pod(&client, "c", json!({})).await;
-    match tokio::time::timeout(GUARD, stream.try_next()).await.unwrap().unwrap().unwrap() {
+    match tokio::time::timeout(GUARD, stream.try_next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap()
+    {
         watcher::Event::Apply(p) => assert_eq!(p.name_any(), "c"),
         other => panic!("unexpected {other:?}"),
     }

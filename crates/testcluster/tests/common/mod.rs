@@ -9,7 +9,9 @@ use kube::{Api, Client};
 use serde_json::json;
 
 pub(crate) async fn start() -> TestCluster {
-    TestCluster::start(TestClusterConfig::default()).await.unwrap()
+    TestCluster::start(TestClusterConfig::default())
+        .await
+        .unwrap()
 }
 
 pub(crate) fn pod(name: &str, labels: serde_json::Value) -> Pod {
@@ -65,7 +67,10 @@ where
         if f().await {
             return;
         }
-        assert!(tokio::time::Instant::now() < deadline, "condition not reached within 30 s");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "condition not reached within 30 s"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }
