@@ -41,6 +41,9 @@ pub struct BucketRateLimiter {
     burst: u32,
 }
 
+/// [`NEVER`] in nanoseconds, as a float (2^63).
+const NEVER_NANOS: f64 = i64::MAX as f64;
+
 struct Bucket {
     /// Tokens available at `last`; negative once tokens are reserved ahead.
     tokens: f64,
@@ -126,10 +129,13 @@ impl BucketRateLimiter {
         if tokens >= 0.0 {
             return Duration::ZERO;
         }
-        let nanos = (-tokens / self.qps * 1e9).round();
-        if nanos.is_finite() && nanos < NEVER.as_nanos() as f64 {
+        // Rounded to the nearest nanosecond; `+ 0.5` then truncation avoids
+        // a libm call (the value is positive).
+        let nanos = -tokens / self.qps * 1e9 + 0.5;
+        if nanos < NEVER_NANOS {
             Duration::from_nanos(nanos as u64)
         } else {
+            // Also catches an infinite wait (a vanishingly small rate).
             NEVER
         }
     }

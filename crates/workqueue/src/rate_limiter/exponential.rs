@@ -1,10 +1,10 @@
 //! Per-item exponential backoff.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::hash::Hash;
 use std::time::Duration;
 
+use hashbrown::HashMap;
 use parking_lot::Mutex;
 
 use super::RateLimiter;
@@ -30,6 +30,8 @@ pub struct ItemExponentialFailureRateLimiter<T> {
     failures: Mutex<HashMap<T, u32>>,
     base: Duration,
     max: Duration,
+    /// `base` in nanoseconds, converted once (u128 to f64 is a libcall).
+    base_nanos: f64,
 }
 
 impl<T> ItemExponentialFailureRateLimiter<T>
@@ -43,6 +45,7 @@ where
             failures: Mutex::new(HashMap::new()),
             base,
             max,
+            base_nanos: base.as_nanos() as f64,
         }
     }
 }
@@ -66,7 +69,7 @@ where
                 }
             }
         };
-        backoff(self.base, self.max, previous)
+        backoff(self.base_nanos, self.max, previous)
     }
 
     fn forget(&self, item: &T) {
@@ -88,16 +91,17 @@ impl<T> fmt::Debug for ItemExponentialFailureRateLimiter<T> {
     }
 }
 
-/// `base * 2^exponent`, capped at `max`, computed in floating point like
-/// client-go so that huge exponents saturate instead of overflowing.
-fn backoff(base: Duration, max: Duration, exponent: u32) -> Duration {
-    if base.is_zero() {
+/// `base_nanos * 2^exponent` nanoseconds, capped at `max`, computed in
+/// floating point like client-go so that huge exponents saturate instead of
+/// overflowing.
+fn backoff(base_nanos: f64, max: Duration, exponent: u32) -> Duration {
+    if base_nanos == 0.0 {
         // 0 * 2^exponent is 0 (and would be NaN once 2^exponent is infinite).
         return Duration::ZERO.min(max);
     }
     // 2^1100 is already infinite in f64; clamping keeps the exponent an i32.
     let factor = 2f64.powi(exponent.min(1100) as i32);
-    let nanos = base.as_nanos() as f64 * factor;
+    let nanos = base_nanos * factor;
     // Go's time.Duration is an i64 of nanoseconds: anything beyond it is an
     // overflow, answered with the cap.
     if !nanos.is_finite() || nanos > i64::MAX as f64 {
@@ -170,15 +174,15 @@ mod tests {
     fn backoff_saturates_at_every_exponent() {
         let max = Duration::from_secs(1000);
         for exponent in [0, 1, 30, 62, 63, 64, 1023, 1024, 1100, 5000, u32::MAX] {
-            let delay = backoff(MS, max, exponent);
+            let delay = backoff(1e6, max, exponent);
             assert!(delay <= max, "exponent {exponent}: {delay:?}");
         }
-        assert_eq!(backoff(MS, max, u32::MAX), max);
+        assert_eq!(backoff(1e6, max, u32::MAX), max);
         // A cap beyond Go's Duration range is still honoured on overflow.
-        assert_eq!(backoff(MS, Duration::MAX, u32::MAX), Duration::MAX);
+        assert_eq!(backoff(1e6, Duration::MAX, u32::MAX), Duration::MAX);
         // The largest exact result below i64::MAX nanoseconds is not capped.
         assert_eq!(
-            backoff(Duration::from_nanos(1), Duration::MAX, 62),
+            backoff(1.0, Duration::MAX, 62),
             Duration::from_nanos(1 << 62)
         );
     }
@@ -188,7 +192,7 @@ mod tests {
         let zero = ItemExponentialFailureRateLimiter::new(Duration::ZERO, Duration::from_secs(1));
         assert_eq!(delays(&zero, 1u8, 3), [Duration::ZERO; 3]);
         assert_eq!(
-            backoff(Duration::ZERO, Duration::from_secs(1), u32::MAX),
+            backoff(0.0, Duration::from_secs(1), u32::MAX),
             Duration::ZERO
         );
 

@@ -1,10 +1,10 @@
 //! A fixed fast delay for the first attempts, then a fixed slow one.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::hash::Hash;
 use std::time::Duration;
 
+use hashbrown::HashMap;
 use parking_lot::Mutex;
 
 use super::RateLimiter;
