@@ -5,7 +5,10 @@
 //!   the same process, so results from different machines can be compared.
 //! - [`workloads`]: the W1-W4 workloads run by the `workload` binary.
 //! - [`stats`]: medians and percentiles.
+//! - [`sched`]: CPU time and run-queue wait of the process, to tell a slow
+//!   queue from a busy machine.
 
 pub mod floor;
+pub mod sched;
 pub mod stats;
 pub mod workloads;

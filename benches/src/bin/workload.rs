@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use ctrlkit_benches::floor::{CycleFloor, cycle_floor, handoff_floor};
+use ctrlkit_benches::sched::{SchedTotals, measure};
 use ctrlkit_benches::stats::{Distribution, median};
 use ctrlkit_benches::workloads::{
     PRODUCER_YIELD_EVERY, Pacing, delayed, keyed_throughput, latency,
@@ -108,6 +109,33 @@ fn load_average() -> Option<f64> {
         .ok()
 }
 
+/// Runs `f` `runs` times; returns the results and each run's scheduler
+/// totals.
+fn repeat<R>(runs: usize, mut f: impl FnMut() -> R) -> (Vec<R>, Vec<Option<SchedTotals>>) {
+    (0..runs).map(|_| measure(&mut f)).unzip()
+}
+
+/// Adds the median CPU time and run-queue wait of the runs to `line`.
+fn with_sched(mut line: Value, sched: &[Option<SchedTotals>]) -> Value {
+    let cpu: Vec<f64> = sched
+        .iter()
+        .flatten()
+        .map(|s| s.on_cpu.as_secs_f64())
+        .collect();
+    let wait: Vec<f64> = sched
+        .iter()
+        .flatten()
+        .map(|s| s.runqueue_wait.as_secs_f64())
+        .collect();
+    if let Some(fields) = line.as_object_mut()
+        && !cpu.is_empty()
+    {
+        fields.insert("cpu_s".into(), json!(median(&cpu)));
+        fields.insert("runqueue_wait_s".into(), json!(median(&wait)));
+    }
+    line
+}
+
 /// Prints one result line, stamped with the machine's load at that moment.
 fn emit(mut line: Value) {
     if let Some(fields) = line.as_object_mut() {
@@ -181,9 +209,9 @@ fn main() -> ExitCode {
     if wants("W1") {
         let items = scaled(1_000_000);
         for (workers, target_abs, target_ratio) in [(1, 3.6e6, 0.17), (4, 5.5e6, 0.25)] {
-            let results: Vec<_> = (0..runs)
-                .map(|_| runtime.block_on(keyed_throughput(items, items, workers, args.pacing)))
-                .collect();
+            let (results, sched) = repeat(runs, || {
+                runtime.block_on(keyed_throughput(items, items, workers, args.pacing))
+            });
             let rate = med(&results, |r| r.items_per_sec());
             let ratio = median(
                 &results
@@ -192,20 +220,23 @@ fn main() -> ExitCode {
                     .map(|(r, f)| r.items_per_sec() / f.cycle.per_sec())
                     .collect::<Vec<_>>(),
             );
-            emit(json!({
-                "id": "W1",
-                "what": "one producer adds distinct u64 keys while workers get+done",
-                "params": { "items": items, "workers": workers, "threads": threads,
-                            "pacing": args.pacing.to_string(), "runs": runs },
-                "m_items_per_sec": rate / 1e6,
-                "wall_s": med(&results, |r| r.wall.as_secs_f64()),
-                "max_backlog": med(&results, |r| r.max_backlog as f64),
-                "floor": "F1",
-                "ratio_to_floor": ratio,
-                "per_run_m_items_per_sec": results.iter().map(|r| r.items_per_sec() / 1e6).collect::<Vec<_>>(),
-                "target": format!(">= {} M/s or >= {:.0}% of F1", target_abs / 1e6, target_ratio * 100.0),
-                "meets_target": rate >= target_abs || ratio >= target_ratio,
-            }));
+            emit(with_sched(
+                json!({
+                    "id": "W1",
+                    "what": "one producer adds distinct u64 keys while workers get+done",
+                    "params": { "items": items, "workers": workers, "threads": threads,
+                                "pacing": args.pacing.to_string(), "runs": runs },
+                    "m_items_per_sec": rate / 1e6,
+                    "wall_s": med(&results, |r| r.wall.as_secs_f64()),
+                    "max_backlog": med(&results, |r| r.max_backlog as f64),
+                    "floor": "F1",
+                    "ratio_to_floor": ratio,
+                    "per_run_m_items_per_sec": results.iter().map(|r| r.items_per_sec() / 1e6).collect::<Vec<_>>(),
+                    "target": format!(">= {} M/s or >= {:.0}% of F1", target_abs / 1e6, target_ratio * 100.0),
+                    "meets_target": rate >= target_abs || ratio >= target_ratio,
+                }),
+                &sched,
+            ));
         }
     }
 
@@ -213,67 +244,71 @@ fn main() -> ExitCode {
     if wants("W2") {
         let adds = scaled(2_000_000);
         let keys = 1_000.min(adds);
-        let results: Vec<_> = (0..runs)
-            .map(|_| runtime.block_on(keyed_throughput(adds, keys, 4, args.pacing)))
-            .collect();
+        let (results, sched) = repeat(runs, || {
+            runtime.block_on(keyed_throughput(adds, keys, 4, args.pacing))
+        });
         let wall = med(&results, |r| r.wall.as_secs_f64());
         let add_ns = |r: &ctrlkit_benches::workloads::Throughput| {
             r.producer_wall.as_nanos() as f64 / r.adds as f64
         };
-        emit(json!({
-            "id": "W2",
-            "what": "dedup storm: adds over few distinct keys while 4 workers get+done",
-            "params": { "adds": adds, "distinct_keys": keys, "workers": 4, "threads": threads,
-                        "pacing": args.pacing.to_string(), "runs": runs },
-            "m_adds_per_sec": med(&results, |r| r.adds_per_sec() / 1e6),
-            "items_processed": med(&results, |r| r.processed as f64),
-            "wall_s": wall,
-            "max_backlog": med(&results, |r| r.max_backlog as f64),
-            "floor": "F1",
-            "ns_per_add_over_floor_cycle": median(
-                &results.iter().zip(&floors)
-                    .map(|(r, f)| add_ns(r) / f.cycle.ns_per_cycle())
-                    .collect::<Vec<_>>(),
-            ),
-            "per_run_wall_s": results.iter().map(|r| r.wall.as_secs_f64()).collect::<Vec<_>>(),
-            "target": "wall <= 0.07 s",
-            "meets_target": wall <= 0.07,
-        }));
+        emit(with_sched(
+            json!({
+                "id": "W2",
+                "what": "dedup storm: adds over few distinct keys while 4 workers get+done",
+                "params": { "adds": adds, "distinct_keys": keys, "workers": 4, "threads": threads,
+                            "pacing": args.pacing.to_string(), "runs": runs },
+                "m_adds_per_sec": med(&results, |r| r.adds_per_sec() / 1e6),
+                "items_processed": med(&results, |r| r.processed as f64),
+                "wall_s": wall,
+                "max_backlog": med(&results, |r| r.max_backlog as f64),
+                "floor": "F1",
+                "ns_per_add_over_floor_cycle": median(
+                    &results.iter().zip(&floors)
+                        .map(|(r, f)| add_ns(r) / f.cycle.ns_per_cycle())
+                        .collect::<Vec<_>>(),
+                ),
+                "per_run_wall_s": results.iter().map(|r| r.wall.as_secs_f64()).collect::<Vec<_>>(),
+                "target": "wall <= 0.07 s",
+                "meets_target": wall <= 0.07,
+            }),
+            &sched,
+        ));
     }
 
     // W3: delayed adds.
     if wants("W3") {
         let items = scaled(200_000);
         let max_delay = Duration::from_millis(200);
-        let results: Vec<_> = (0..runs)
-            .map(|_| runtime.block_on(delayed(items, max_delay, 2, W3_SEED)))
-            .collect();
+        let (results, sched) = repeat(runs, || {
+            runtime.block_on(delayed(items, max_delay, 2, W3_SEED))
+        });
         let p99_ms = med(&results, |r| r.lateness.p99_ns as f64 / 1e6);
         let max_ms = med(&results, |r| r.lateness.max_ns as f64 / 1e6);
-        emit(json!({
-            "id": "W3",
-            "what": "distinct keys added with add_after delays uniform in 0..200 ms; lateness = get - due",
-            "params": { "items": items, "max_delay_ms": 200, "workers": 2, "threads": threads,
-                        "producer_yield_every": PRODUCER_YIELD_EVERY,
-                        "seed": W3_SEED, "runs": runs },
-            "wall_s": med(&results, |r| r.wall.as_secs_f64()),
-            "wall_over_max_delay": med(&results, |r| r.wall.as_secs_f64() / max_delay.as_secs_f64()),
-            "items_processed": med(&results, |r| r.processed as f64),
-            "lateness_p50_ms": med(&results, |r| r.lateness.p50_ns as f64 / 1e6),
-            "lateness_p99_ms": p99_ms,
-            "lateness_max_ms": max_ms,
-            "per_run_lateness_max_ms": results.iter().map(|r| r.lateness.max_ns as f64 / 1e6).collect::<Vec<_>>(),
-            "target": "lateness p99 <= 2 ms, max <= 10 ms",
-            "meets_target": p99_ms <= 2.0 && max_ms <= 10.0,
-        }));
+        emit(with_sched(
+            json!({
+                "id": "W3",
+                "what": "distinct keys added with add_after delays uniform in 0..200 ms; lateness = get - due",
+                "params": { "items": items, "max_delay_ms": 200, "workers": 2, "threads": threads,
+                            "producer_yield_every": PRODUCER_YIELD_EVERY,
+                            "seed": W3_SEED, "runs": runs },
+                "wall_s": med(&results, |r| r.wall.as_secs_f64()),
+                "wall_over_max_delay": med(&results, |r| r.wall.as_secs_f64() / max_delay.as_secs_f64()),
+                "items_processed": med(&results, |r| r.processed as f64),
+                "lateness_p50_ms": med(&results, |r| r.lateness.p50_ns as f64 / 1e6),
+                "lateness_p99_ms": p99_ms,
+                "lateness_max_ms": max_ms,
+                "per_run_lateness_max_ms": results.iter().map(|r| r.lateness.max_ns as f64 / 1e6).collect::<Vec<_>>(),
+                "target": "lateness p99 <= 2 ms, max <= 10 ms",
+                "meets_target": p99_ms <= 2.0 && max_ms <= 10.0,
+            }),
+            &sched,
+        ));
     }
 
     // W4: add-to-get latency with idle workers.
     if wants("W4") {
         let rounds = scaled(100_000);
-        let results: Vec<_> = (0..runs)
-            .map(|_| runtime.block_on(latency(rounds, 4)))
-            .collect();
+        let (results, sched) = repeat(runs, || runtime.block_on(latency(rounds, 4)));
         let p50 = med(&results, |d| us(d.p50_ns as f64));
         let p99 = med(&results, |d| us(d.p99_ns as f64));
         let ratio = |pick: fn(&Distribution) -> i64| {
@@ -285,19 +320,22 @@ fn main() -> ExitCode {
                     .collect::<Vec<_>>(),
             )
         };
-        emit(json!({
-            "id": "W4",
-            "what": "4 idle workers; add one key, wait until done, repeat; add-to-get latency",
-            "params": { "rounds": rounds, "workers": 4, "threads": threads, "runs": runs },
-            "p50_us": p50,
-            "p99_us": p99,
-            "max_us": med(&results, |d| us(d.max_ns as f64)),
-            "floor": "F2",
-            "p50_ratio_to_floor": ratio(|d| d.p50_ns),
-            "p99_ratio_to_floor": ratio(|d| d.p99_ns),
-            "target": "p50 <= 0.5 us, p99 <= 1.0 us",
-            "meets_target": p50 <= 0.5 && p99 <= 1.0,
-        }));
+        emit(with_sched(
+            json!({
+                "id": "W4",
+                "what": "4 idle workers; add one key, wait until done, repeat; add-to-get latency",
+                "params": { "rounds": rounds, "workers": 4, "threads": threads, "runs": runs },
+                "p50_us": p50,
+                "p99_us": p99,
+                "max_us": med(&results, |d| us(d.max_ns as f64)),
+                "floor": "F2",
+                "p50_ratio_to_floor": ratio(|d| d.p50_ns),
+                "p99_ratio_to_floor": ratio(|d| d.p99_ns),
+                "target": "p50 <= 0.5 us, p99 <= 1.0 us",
+                "meets_target": p50 <= 0.5 && p99 <= 1.0,
+            }),
+            &sched,
+        ));
     }
     ExitCode::SUCCESS
 }
