@@ -2,20 +2,18 @@
 //! operation of [`WorkQueue`](crate::WorkQueue) is one call into [`Core`]
 //! under the queue's mutex.
 //!
-//! One hash map holds the state of every known item ([`Entry`]); the ready
-//! structures ([`Ready`]) and the pending delays ([`Delays`]) hold copies of items that the
-//! map validates, so updates never search a list.
+//! The item store ([`Items`]) holds every known item once, with its state
+//! ([`Entry`]); the ready structures ([`Ready`]) and the pending delays
+//! ([`Delays`]) refer to items by cell and are validated against that state,
+//! so no update ever searches a list.
 
-use std::cmp::Reverse;
 use std::hash::Hash;
 
-use hashbrown::HashMap;
-use hashbrown::hash_map::Entry as MapEntry;
-use hashbrown::hash_map::RawEntryMut;
 use tokio::time::Instant;
 
 use crate::delays::Delays;
-use crate::entry::{Entry, PROCESSING, QUEUED, REQUEUE, WAITING};
+use crate::entry::{PROCESSING, QUEUED, REQUEUE, WAITING};
+use crate::items::{Items, Slot};
 use crate::metrics::QueueMetrics;
 use crate::ready::Ready;
 
@@ -30,15 +28,13 @@ pub(crate) struct DoneOutcome {
 
 /// The state of one queue.
 pub(crate) struct Core<T> {
-    entries: HashMap<T, Entry>,
-    ready: Ready<T>,
-    /// Live copies in `ready` (what `len` reports).
+    items: Items<T>,
+    ready: Ready,
+    /// Live references in `ready` (what `len` reports).
     queued: usize,
     /// Items handed out and not done.
     processing: usize,
-    delays: Delays<T>,
-    /// Removals from `entries` since it was last reset (see `removed`).
-    removals: usize,
+    delays: Delays,
     shutting_down: bool,
     drain: bool,
     metrics: Option<QueueMetrics<T>>,
@@ -84,73 +80,63 @@ impl<T: Hash + Eq + Clone> Core<T> {
     /// a provider.
     pub(crate) fn new(metrics: Option<QueueMetrics<T>>) -> Self {
         Self {
-            entries: HashMap::new(),
+            items: Items::default(),
             ready: Ready::default(),
             queued: 0,
             processing: 0,
             delays: Delays::new(Instant::now()),
-            removals: 0,
             shutting_down: false,
             drain: false,
             metrics,
         }
     }
 
-    /// Adds `item` with `priority`. Returns whether a copy was queued (so a
+    /// Adds `item` with `priority`. Returns whether it was queued (so a
     /// waiting `get` should be woken).
     pub(crate) fn add(&mut self, item: T, priority: i32) -> bool {
         if self.shutting_down {
             return false;
         }
-        match self.entries.entry(item) {
-            MapEntry::Occupied(mut slot) => {
-                let mut entry = *slot.get();
-                let queued = if entry.has(QUEUED) {
-                    if priority > entry.priority {
-                        self.ready
-                            .raise(slot.key(), entry.seq, entry.priority, priority);
-                        entry.priority = priority;
-                    }
-                    false
-                } else if entry.has(PROCESSING) {
-                    if entry.has(REQUEUE) {
-                        entry.priority = entry.priority.max(priority);
-                    } else {
-                        entry.flags |= REQUEUE;
-                        entry.priority = priority;
-                        if let Some(metrics) = &mut self.metrics {
-                            metrics.add(slot.key());
-                        }
-                    }
-                    false
-                } else {
-                    // Only waiting for a delay: queue it now as well.
-                    entry.flags |= QUEUED;
-                    entry.priority = priority;
-                    entry.seq = self.ready.push(slot.key().clone(), priority);
-                    self.queued += 1;
-                    if let Some(metrics) = &mut self.metrics {
-                        metrics.add(slot.key());
-                    }
-                    true
-                };
-                *slot.get_mut() = entry;
-                queued
-            }
-            MapEntry::Vacant(slot) => {
-                let seq = self.ready.push(slot.key().clone(), priority);
-                let mut entry = Entry::empty();
-                entry.flags = QUEUED;
+        let (slot, _) = self.items.insert(item);
+        self.add_slot(slot, priority)
+    }
+
+    /// [`add`](Self::add) for a stored item.
+    fn add_slot(&mut self, slot: Slot, priority: i32) -> bool {
+        let Some(entry) = self.items.entry_mut(slot) else {
+            return false;
+        };
+        let mut counted = true;
+        let queued = if entry.has(QUEUED) {
+            if priority > entry.priority {
+                self.ready.raise(slot, entry.seq, entry.priority, priority);
                 entry.priority = priority;
-                entry.seq = seq;
-                let slot = slot.insert_entry(entry);
-                self.queued += 1;
-                if let Some(metrics) = &mut self.metrics {
-                    metrics.add(slot.key());
-                }
-                true
             }
+            counted = false;
+            false
+        } else if entry.has(PROCESSING) {
+            if entry.has(REQUEUE) {
+                entry.priority = entry.priority.max(priority);
+                counted = false;
+            } else {
+                entry.flags |= REQUEUE;
+                entry.priority = priority;
+            }
+            false
+        } else {
+            entry.flags |= QUEUED;
+            entry.priority = priority;
+            entry.seq = self.ready.push(slot, priority);
+            self.queued += 1;
+            true
+        };
+        if counted
+            && let Some(metrics) = &mut self.metrics
+            && let Some(item) = self.items.item(slot)
+        {
+            metrics.add(item);
         }
+        queued
     }
 
     /// Hands out the next item: highest priority first, oldest first within
@@ -159,13 +145,13 @@ impl<T: Hash + Eq + Clone> Core<T> {
         if self.queued == 0 {
             return None;
         }
-        let item = if self.ready.ranked.is_empty() {
+        let slot = if self.ready.ranked.is_empty() {
             self.pop_fifo()
         } else {
             self.pop_mixed()
         };
-        debug_assert!(item.is_some(), "queued count and ready copies disagree");
-        let item = item?;
+        debug_assert!(slot.is_some(), "queued count and ready references disagree");
+        let item = self.items.item(slot?)?.clone();
         self.queued -= 1;
         self.processing += 1;
         if let Some(metrics) = &mut self.metrics {
@@ -174,60 +160,58 @@ impl<T: Hash + Eq + Clone> Core<T> {
         Some(item)
     }
 
-    /// Fast path: only priority-0 copies exist.
-    fn pop_fifo(&mut self) -> Option<T> {
-        while let Some((seq, item)) = self.ready.fifo.pop_front() {
-            if let Some(entry) = self.entries.get_mut(&item)
+    /// Fast path: only priority-0 references exist.
+    fn pop_fifo(&mut self) -> Option<Slot> {
+        while let Some((seq, slot)) = self.ready.fifo.pop_front() {
+            if let Some(entry) = self.items.entry_mut(slot)
                 && entry.is_ready_copy(seq)
             {
                 entry.flags = (entry.flags & !QUEUED) | PROCESSING;
-                return Some(item);
+                return Some(slot);
             }
         }
         None
     }
 
     /// General path: merge the ring buffer and the ranked map by rank.
-    fn pop_mixed(&mut self) -> Option<T> {
-        // Drop stale copies at the front of the ring buffer first.
-        let fifo_seq = loop {
-            match self.ready.fifo.front() {
-                None => break None,
-                Some((seq, item)) => {
-                    if self
-                        .entries
-                        .get(item)
-                        .is_some_and(|e| e.is_ready_copy(*seq))
-                    {
-                        break Some(*seq);
+    fn pop_mixed(&mut self) -> Option<Slot> {
+        loop {
+            // Drop stale references at the front of the ring buffer first.
+            let fifo_seq = loop {
+                match self.ready.fifo.front() {
+                    None => break None,
+                    Some(&(seq, slot)) => {
+                        if self.items.entry(slot).is_some_and(|e| e.is_ready_copy(seq)) {
+                            break Some(seq);
+                        }
+                        self.ready.fifo.pop_front();
                     }
-                    self.ready.fifo.pop_front();
                 }
-            }
-        };
-        let ranked = self.ready.ranked.first_key_value().map(|(rank, _)| *rank);
-        let from_fifo = match (fifo_seq, ranked) {
-            (None, None) => return None,
-            (Some(_), None) => true,
-            (None, Some(_)) => false,
-            (Some(seq), Some(rank)) => (Reverse(0), seq) < rank,
-        };
-        if from_fifo {
-            let (_, item) = self.ready.fifo.pop_front()?;
-            if let Some(entry) = self.entries.get_mut(&item) {
+            };
+            let ranked = self.ready.ranked.first_key_value().map(|(rank, _)| *rank);
+            let from_fifo = match (fifo_seq, ranked) {
+                (None, None) => return None,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (Some(seq), Some(rank)) => (std::cmp::Reverse(0), seq) < rank,
+            };
+            let (slot, valid) = if from_fifo {
+                let (_, slot) = self.ready.fifo.pop_front()?;
+                (slot, true)
+            } else {
+                let ((std::cmp::Reverse(priority), seq), slot) = self.ready.ranked.pop_first()?;
+                let valid = self
+                    .items
+                    .entry(slot)
+                    .is_some_and(|e| e.has(QUEUED) && e.seq == seq && e.priority == priority);
+                (slot, valid)
+            };
+            // An invalid ranked reference is never expected (`raise` moves
+            // them); skip it rather than hand an item out twice.
+            if valid && let Some(entry) = self.items.entry_mut(slot) {
                 entry.flags = (entry.flags & !QUEUED) | PROCESSING;
+                return Some(slot);
             }
-            return Some(item);
-        }
-        let ((Reverse(priority), seq), item) = self.ready.ranked.pop_first()?;
-        match self.entries.get_mut(&item) {
-            Some(entry) if entry.has(QUEUED) && entry.seq == seq && entry.priority == priority => {
-                entry.flags = (entry.flags & !QUEUED) | PROCESSING;
-                Some(item)
-            }
-            // Never expected: `raise` moves ranked copies. Skip rather than
-            // hand out an item twice.
-            _ => self.pop_mixed(),
         }
     }
 
@@ -239,47 +223,32 @@ impl<T: Hash + Eq + Clone> Core<T> {
             requeued: false,
             idle: self.processing == 0,
         };
-        let RawEntryMut::Occupied(mut slot) = self.entries.raw_entry_mut().from_key(item) else {
+        let Some(slot) = self.items.find(item) else {
             return outcome;
         };
-        let (key, entry) = slot.get_key_value_mut();
+        let Some(entry) = self.items.entry_mut(slot) else {
+            return outcome;
+        };
         if !entry.has(PROCESSING) {
             return outcome;
-        }
-        if let Some(metrics) = &mut self.metrics {
-            metrics.done(key);
         }
         self.processing -= 1;
         outcome.idle = self.processing == 0;
         if entry.has(REQUEUE) {
             entry.flags = (entry.flags & !(PROCESSING | REQUEUE)) | QUEUED;
-            entry.seq = self.ready.push(key.clone(), entry.priority);
+            entry.seq = self.ready.push(slot, entry.priority);
             self.queued += 1;
             outcome.requeued = true;
         } else {
             entry.flags &= !PROCESSING;
             if entry.flags == 0 {
-                slot.remove();
-                self.removed();
+                self.items.remove(slot);
             }
         }
-        outcome
-    }
-
-    /// Book-keeping after an entry was removed from the map.
-    ///
-    /// A removal leaves a tombstone in the hash table, and lookups of absent
-    /// items (every fresh `add`) probe past tombstones: after a burst grew
-    /// the table, a long run of adds and removals would slow every lookup
-    /// down. Resetting the table when it is empty (which a queue that keeps
-    /// up is, often) costs a memset of its control bytes, amortised over at
-    /// least half its capacity in removals.
-    fn removed(&mut self) {
-        self.removals += 1;
-        if self.entries.is_empty() && self.removals > self.entries.capacity() / 2 {
-            self.entries.clear();
-            self.removals = 0;
+        if let Some(metrics) = &mut self.metrics {
+            metrics.done(item);
         }
+        outcome
     }
 
     /// Counts an `add_after` call in the retries metric (not after
@@ -301,60 +270,43 @@ impl<T: Hash + Eq + Clone> Core<T> {
         if self.shutting_down {
             return false;
         }
-        let copy = match self.entries.entry(item) {
-            MapEntry::Occupied(mut slot) => {
-                let entry = slot.get_mut();
-                match entry.due {
-                    Some(current) => {
-                        entry.due_priority = entry.due_priority.max(priority);
-                        if due < current {
-                            entry.due = Some(due);
-                            Some(slot.key().clone())
-                        } else {
-                            None
-                        }
-                    }
-                    None => {
-                        entry.flags |= WAITING;
-                        entry.due = Some(due);
-                        entry.due_priority = priority;
-                        Some(slot.key().clone())
-                    }
-                }
-            }
-            MapEntry::Vacant(slot) => {
-                let copy = slot.key().clone();
-                let mut entry = Entry::empty();
-                entry.flags = WAITING;
-                entry.due = Some(due);
-                entry.due_priority = priority;
-                slot.insert(entry);
-                Some(copy)
-            }
-        };
-        let Some(item) = copy else {
+        let (slot, _) = self.items.insert(item);
+        let earliest = self.next_due().is_none_or(|head| due < head);
+        let Some(entry) = self.items.entry_mut(slot) else {
             return false;
         };
-        let earliest = self.next_due().is_none_or(|head| due < head);
-        self.delays.push(due, item);
+        match entry.due {
+            Some(current) => {
+                entry.due_priority = entry.due_priority.max(priority);
+                if due >= current {
+                    return false;
+                }
+            }
+            None => {
+                entry.flags |= WAITING;
+                entry.due_priority = priority;
+            }
+        }
+        entry.due = Some(due);
+        entry.due_seq = self.delays.push(due, slot);
         earliest
     }
 
     /// Adds every waiting item due at or before `now`, in due order.
-    /// Returns how many copies were queued (how many `get`s to wake).
+    /// Returns how many items were queued (how many `get`s to wake).
     pub(crate) fn fire_due(&mut self, now: Instant) -> usize {
         let mut queued = 0;
         while let Some(delayed) = self.delays.pop_due(now) {
-            let Some(entry) = self.entries.get_mut(&delayed.item) else {
+            let Some(entry) = self.items.entry_mut(delayed.item) else {
                 continue;
             };
-            if entry.due != Some(delayed.due) {
+            if !entry.has(WAITING) || entry.due_seq != delayed.seq {
                 continue; // superseded by an earlier due time
             }
             entry.due = None;
             entry.flags &= !WAITING;
             let priority = entry.due_priority;
-            if self.add(delayed.item, priority) {
+            if self.add_slot(delayed.item, priority) {
                 queued += 1;
             }
         }
@@ -367,10 +319,10 @@ impl<T: Hash + Eq + Clone> Core<T> {
         self.delays.len()
     }
 
-    /// Number of items the map knows (queued, processing or waiting).
+    /// Number of items stored (queued, processing or waiting).
     #[cfg(test)]
     pub(crate) fn known(&self) -> usize {
-        self.entries.len()
+        self.items.len()
     }
 
     /// Starts shutting down: later adds are ignored and waiting delays are
@@ -380,14 +332,14 @@ impl<T: Hash + Eq + Clone> Core<T> {
         self.shutting_down = true;
         self.drain = drain;
         for delayed in self.delays.take_all() {
-            if let Some(entry) = self.entries.get_mut(&delayed.item)
+            if let Some(entry) = self.items.entry_mut(delayed.item)
                 && entry.has(WAITING)
+                && entry.due_seq == delayed.seq
             {
                 entry.flags &= !WAITING;
                 entry.due = None;
                 if entry.flags == 0 {
-                    self.entries.remove(&delayed.item);
-                    self.removed();
+                    self.items.remove(delayed.item);
                 }
             }
         }
@@ -482,6 +434,10 @@ mod tests {
             core.done(&i);
         }
         assert_eq!(core.known(), 0);
-        assert_eq!(core.removals, 0, "table was cleared when it emptied");
+        assert_eq!(
+            core.items.entry(0).map(|e| e.flags),
+            None,
+            "store was reset"
+        );
     }
 }

@@ -11,21 +11,23 @@ use std::collections::BTreeMap;
 
 use tokio::time::Instant;
 
+use crate::items::Slot;
+
 /// One pending `add_after` copy. `seq` orders copies with equal due times
-/// by call order, and lets the item map tell the live copy of an item from
-/// copies superseded by an earlier due time.
-#[derive(Debug)]
-pub(crate) struct Delayed<T> {
+/// by call order, and lets the item store tell the live copy of an item
+/// from copies superseded by an earlier due time.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Delayed {
     pub(crate) due: Instant,
     pub(crate) seq: u64,
-    pub(crate) item: T,
+    pub(crate) item: Slot,
 }
 
 #[derive(Debug)]
-struct Bucket<T> {
+struct Bucket {
     /// Sorted by descending `(due, seq)` when `sorted`, so the next copy
     /// to fire is the last.
-    items: Vec<Delayed<T>>,
+    items: Vec<Delayed>,
     sorted: bool,
     /// Earliest due time in the bucket.
     min: Instant,
@@ -33,17 +35,17 @@ struct Bucket<T> {
 
 /// Pending delays, in due order.
 #[derive(Debug)]
-pub(crate) struct Delays<T> {
+pub(crate) struct Delays {
     epoch: Instant,
-    buckets: BTreeMap<u64, Bucket<T>>,
-    spare: Vec<Vec<Delayed<T>>>,
+    buckets: BTreeMap<u64, Bucket>,
+    spare: Vec<Vec<Delayed>>,
     next_seq: u64,
 }
 
 /// Buffers kept for reuse; beyond this, emptied buckets free theirs.
 const SPARE_BUCKETS: usize = 32;
 
-impl<T> Delays<T> {
+impl Delays {
     /// No delays; `epoch` anchors the millisecond ticks.
     pub(crate) fn new(epoch: Instant) -> Self {
         Self {
@@ -60,7 +62,7 @@ impl<T> Delays<T> {
     }
 
     /// Adds a copy of `item` due at `due` and returns its sequence number.
-    pub(crate) fn push(&mut self, due: Instant, item: T) -> u64 {
+    pub(crate) fn push(&mut self, due: Instant, item: Slot) -> u64 {
         let seq = self.next_seq;
         self.next_seq += 1;
         let tick = self.tick(due);
@@ -88,7 +90,7 @@ impl<T> Delays<T> {
     }
 
     /// Removes and returns the earliest copy if it is due at `now`.
-    pub(crate) fn pop_due(&mut self, now: Instant) -> Option<Delayed<T>> {
+    pub(crate) fn pop_due(&mut self, now: Instant) -> Option<Delayed> {
         let mut first = self.buckets.first_entry()?;
         let bucket = first.get_mut();
         if bucket.min > now {
@@ -97,7 +99,7 @@ impl<T> Delays<T> {
         if !bucket.sorted {
             bucket
                 .items
-                .sort_unstable_by(|a, b| (b.due, b.seq).cmp(&(a.due, a.seq)));
+                .sort_unstable_by_key(|d| std::cmp::Reverse((d.due, d.seq)));
             bucket.sorted = true;
         }
         let delayed = bucket.items.pop()?;
@@ -114,7 +116,7 @@ impl<T> Delays<T> {
     }
 
     /// Removes every copy (shutdown).
-    pub(crate) fn take_all(&mut self) -> impl Iterator<Item = Delayed<T>> + use<T> {
+    pub(crate) fn take_all(&mut self) -> impl Iterator<Item = Delayed> + use<> {
         std::mem::take(&mut self.buckets)
             .into_values()
             .flat_map(|bucket| bucket.items)
@@ -137,13 +139,7 @@ mod tests {
         let epoch = Instant::now();
         let at = |us: u64| epoch + Duration::from_micros(us);
         let mut delays = Delays::new(epoch);
-        for (us, item) in [
-            (2500, "c"),
-            (900, "b"),
-            (100, "a"),
-            (2500, "d"),
-            (2100, "e"),
-        ] {
+        for (us, item) in [(2500, 3), (900, 2), (100, 1), (2500, 4), (2100, 5)] {
             delays.push(at(us), item);
         }
         assert_eq!(delays.next_due(), Some(at(100)));
@@ -152,13 +148,13 @@ mod tests {
         while let Some(d) = delays.pop_due(at(2400)) {
             out.push(d.item);
         }
-        assert_eq!(out, ["a", "b", "e"]);
+        assert_eq!(out, [1, 2, 5]);
         assert_eq!(delays.next_due(), Some(at(2500)));
-        delays.push(at(2450), "f");
+        delays.push(at(2450), 6);
         while let Some(d) = delays.pop_due(at(3000)) {
             out.push(d.item);
         }
-        assert_eq!(out, ["a", "b", "e", "f", "c", "d"]);
+        assert_eq!(out, [1, 2, 5, 6, 3, 4]);
         assert_eq!(delays.len(), 0);
         assert_eq!(delays.next_due(), None);
     }

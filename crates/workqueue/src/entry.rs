@@ -1,7 +1,7 @@
 //! The per-item state kept in the queue's item map.
 //!
-//! An item has an entry while it is queued, being processed, or waiting for
-//! a delay; the entry is removed as soon as none of these holds.
+//! An item is stored while it is queued, being processed, or waiting for a
+//! delay; it is removed as soon as none of these holds.
 
 use tokio::time::Instant;
 
@@ -26,6 +26,8 @@ pub(crate) struct Entry {
     pub(crate) seq: u64,
     /// Priority it is added with when its delay ends (`WAITING`).
     pub(crate) due_priority: i32,
+    /// Sequence number of the live pending-delay copy (`WAITING`).
+    pub(crate) due_seq: u64,
     /// Earliest time its delay ends (`Some` exactly when `WAITING`).
     pub(crate) due: Option<Instant>,
 }
@@ -38,6 +40,7 @@ impl Entry {
             priority: 0,
             seq: 0,
             due_priority: 0,
+            due_seq: 0,
             due: None,
         }
     }

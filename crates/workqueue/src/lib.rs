@@ -127,6 +127,7 @@ mod core;
 mod delays;
 mod driver;
 mod entry;
+mod items;
 pub mod metrics;
 #[cfg(feature = "prometheus")]
 #[cfg_attr(docsrs, doc(cfg(feature = "prometheus")))]

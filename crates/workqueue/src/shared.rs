@@ -95,8 +95,8 @@ where
         slot: &mut Option<usize>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<T>> {
-        let coop = ready!(coop_budget(cx));
         let mut state = self.state.lock();
+        let coop = ready!(coop_budget(cx, state.core.len()));
         if let Some(item) = state.core.pop() {
             if let Some(coop) = coop {
                 coop.made_progress();
@@ -155,18 +155,24 @@ thread_local! {
 }
 
 /// Charges tokio's cooperative budget (128 units per task poll) one unit
-/// per [`GETS_PER_BUDGET_UNIT`] items handed out on this thread. A worker
-/// loop on a queue that never empties thus yields to its thread's other
-/// tasks every couple of thousand items, instead of starving them forever
-/// (without budgeting) or every 128 items (one unit per item, which lets a
-/// fast producer outrun its workers and grow the queue).
-fn coop_budget(cx: &mut Context<'_>) -> Poll<Option<RestoreOnPending>> {
+/// per [`GETS_PER_BUDGET_UNIT`] items handed out on this thread, so a worker
+/// loop on a queue that never empties yields to the other tasks of its
+/// thread every couple of thousand items instead of starving them (tokio's
+/// own channels budget too). Charging every item would make workers yield
+/// every 128 items, which measurably lets a fast producer outrun them and
+/// grow the queue. `queued` is the number of items waiting; nothing is
+/// charged when there is nothing to take. `Ready(None)` means nothing was
+/// charged.
+fn coop_budget(cx: &mut Context<'_>, queued: usize) -> Poll<Option<RestoreOnPending>> {
+    if queued == 0 {
+        return Poll::Ready(None);
+    }
     let n = GETS.with(|gets| {
         let n = gets.get().wrapping_add(1);
         gets.set(n);
         n
     });
-    if n % GETS_PER_BUDGET_UNIT != 0 {
+    if !n.is_multiple_of(GETS_PER_BUDGET_UNIT) {
         return Poll::Ready(None);
     }
     poll_proceed(cx).map(Some)

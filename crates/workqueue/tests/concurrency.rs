@@ -78,10 +78,16 @@ async fn run(priorities: bool, delays: bool) {
     for p in producers {
         within("producer", p).await.unwrap();
     }
-    if delays {
-        // Let the last delays fire before shutting down (shutdown drops them).
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    // Delayed adds still pending at shutdown would be dropped (by design):
+    // wait until every key's last add was seen before shutting down.
+    within("last adds processed", async {
+        while (0..KEYS)
+            .any(|k| board.seen[k].load(Ordering::SeqCst) < board.version[k].load(Ordering::SeqCst))
+        {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
     within("drain", queue.shut_down_with_drain()).await;
     for w in workers {
         within("worker", w).await.unwrap();

@@ -1,0 +1,207 @@
+//! The item store: every item the queue knows, stored once in a slab of
+//! cells, found by hash through a compact index.
+//!
+//! The ready structures and the pending delays refer to items by cell
+//! number, so handing out an item or firing a delay touches its cell
+//! directly instead of hashing it again. The index holds only
+//! `(cell, 32-bit hash)` pairs: it stays small enough for the CPU caches
+//! even with a million items queued, and growing it never reads the items.
+
+use std::hash::{BuildHasher, Hash};
+
+use hashbrown::hash_table::Entry as TableEntry;
+use hashbrown::{DefaultHashBuilder, HashTable};
+
+use crate::entry::Entry;
+
+/// Number of a cell in the slab.
+pub(crate) type Slot = u32;
+
+const NO_CELL: Slot = Slot::MAX;
+
+#[derive(Debug)]
+struct Cell<T> {
+    /// `None` while the cell is free.
+    item: Option<T>,
+    hash: u32,
+    entry: Entry,
+    /// Next free cell, while the cell is free.
+    next_free: Slot,
+}
+
+/// Items and their state.
+#[derive(Debug)]
+pub(crate) struct Items<T> {
+    cells: Vec<Cell<T>>,
+    free: Slot,
+    index: HashTable<(Slot, u32)>,
+    hasher: DefaultHashBuilder,
+    /// Removals since the store was last reset (see [`Items::remove`]).
+    removals: usize,
+}
+
+impl<T> Default for Items<T> {
+    fn default() -> Self {
+        Self {
+            cells: Vec::new(),
+            free: NO_CELL,
+            index: HashTable::new(),
+            hasher: DefaultHashBuilder::default(),
+            removals: 0,
+        }
+    }
+}
+
+/// Spreads a 32-bit hash over 64 bits: the table takes bucket bits from the
+/// bottom and tag bits from the top.
+fn widen(hash: u32) -> u64 {
+    (u64::from(hash) << 32) | u64::from(hash)
+}
+
+impl<T> Items<T> {
+    /// Number of items stored.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    /// State of the item in `slot`, if the cell exists. A free cell has an
+    /// empty state, so stale references to it never validate.
+    pub(crate) fn entry(&self, slot: Slot) -> Option<&Entry> {
+        self.cells.get(slot as usize).map(|cell| &cell.entry)
+    }
+
+    /// Mutable state of the item in `slot`.
+    pub(crate) fn entry_mut(&mut self, slot: Slot) -> Option<&mut Entry> {
+        self.cells
+            .get_mut(slot as usize)
+            .map(|cell| &mut cell.entry)
+    }
+
+    /// The item in `slot`.
+    pub(crate) fn item(&self, slot: Slot) -> Option<&T> {
+        self.cells.get(slot as usize)?.item.as_ref()
+    }
+
+    /// Removes the item in `slot` (its state must be empty of flags).
+    ///
+    /// Removals leave tombstones in the index, and looking up an absent item
+    /// (every fresh `add`) probes past them; so when the store becomes empty
+    /// after at least half its size in removals, it is reset, which also
+    /// releases the cells of a past burst for reuse from the start.
+    pub(crate) fn remove(&mut self, slot: Slot) {
+        let Some(cell) = self.cells.get_mut(slot as usize) else {
+            return;
+        };
+        if cell.item.take().is_none() {
+            return;
+        }
+        cell.entry = Entry::empty();
+        cell.next_free = self.free;
+        self.free = slot;
+        let hash = cell.hash;
+        if let Ok(found) = self.index.find_entry(widen(hash), |&(s, _)| s == slot) {
+            found.remove();
+        }
+        self.removals += 1;
+        if self.index.is_empty() && self.removals > self.cells.len() / 2 {
+            self.index.clear();
+            self.cells.clear();
+            self.free = NO_CELL;
+            self.removals = 0;
+        }
+    }
+}
+
+impl<T: Hash + Eq> Items<T> {
+    fn hash(&self, item: &T) -> u32 {
+        let full = self.hasher.hash_one(item);
+        (full as u32) ^ ((full >> 32) as u32)
+    }
+
+    /// The cell holding `item`.
+    pub(crate) fn find(&self, item: &T) -> Option<Slot> {
+        let hash = self.hash(item);
+        let cells = &self.cells;
+        self.index
+            .find(widen(hash), |&(slot, h)| {
+                h == hash && cells[slot as usize].item.as_ref() == Some(item)
+            })
+            .map(|&(slot, _)| slot)
+    }
+
+    /// The cell holding `item`, storing it in a new cell (with an empty
+    /// state) if it is not known. Returns whether it was stored now.
+    pub(crate) fn insert(&mut self, item: T) -> (Slot, bool) {
+        let hash = self.hash(&item);
+        let cells = &self.cells;
+        let found = self.index.entry(
+            widen(hash),
+            |&(slot, h)| h == hash && cells[slot as usize].item.as_ref() == Some(&item),
+            |&(_, h)| widen(h),
+        );
+        let vacant = match found {
+            TableEntry::Occupied(occupied) => return (occupied.get().0, false),
+            TableEntry::Vacant(vacant) => vacant,
+        };
+        let cell = Cell {
+            item: Some(item),
+            hash,
+            entry: Entry::empty(),
+            next_free: NO_CELL,
+        };
+        let slot = if self.free == NO_CELL {
+            self.cells.push(cell);
+            (self.cells.len() - 1) as Slot
+        } else {
+            let slot = self.free;
+            let reused = &mut self.cells[slot as usize];
+            self.free = reused.next_free;
+            *reused = cell;
+            slot
+        };
+        vacant.insert((slot, hash));
+        (slot, true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn insert_find_remove_and_reuse() {
+        let mut items = Items::default();
+        let (a, fresh) = items.insert("a".to_string());
+        assert!(fresh);
+        let (b, _) = items.insert("b".to_string());
+        assert_eq!(items.insert("a".to_string()), (a, false));
+        assert_eq!(items.find(&"b".to_string()), Some(b));
+        assert_eq!(items.len(), 2);
+        items.remove(a);
+        assert_eq!(items.find(&"a".to_string()), None);
+        assert_eq!(items.item(a), None);
+        let (c, _) = items.insert("c".to_string());
+        assert_eq!(c, a, "freed cell reused");
+        assert_eq!(items.item(c).map(String::as_str), Some("c"));
+        items.remove(b);
+        items.remove(c);
+        assert_eq!(items.len(), 0);
+        assert!(items.entry(c).is_none(), "store was reset");
+    }
+
+    #[test]
+    fn many_items_survive_growth() {
+        let mut items = Items::default();
+        let slots: Vec<_> = (0..10_000u64).map(|i| items.insert(i).0).collect();
+        for (i, slot) in slots.iter().enumerate() {
+            assert_eq!(items.find(&(i as u64)), Some(*slot));
+        }
+        for slot in slots.iter().step_by(2) {
+            items.remove(*slot);
+        }
+        assert_eq!(items.len(), 5_000);
+        assert_eq!(items.find(&1), Some(slots[1]));
+        assert_eq!(items.find(&2), None);
+    }
+}
