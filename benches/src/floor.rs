@@ -178,6 +178,39 @@ pub async fn handoff_floor(rounds: u64, receivers: usize) -> Distribution {
     Distribution::of(samples)
 }
 
+/// The timer floor for W3: the same delays as W3 (see
+/// [`random_delays`](crate::workloads::random_delays)), each served by a bare
+/// spawned task sleeping until its due time instead of a queue. A producer
+/// task spawns them (yielding every 1,024, as W3's producer does) and each
+/// records its lateness (wake time − due time). This is tokio's timer plus
+/// the scheduling latency of the machine: the lateness no queue on the same
+/// runtime can beat.
+pub async fn timer_floor(delays: Vec<Duration>) -> Distribution {
+    let sleepers = tokio::spawn(async move {
+        let mut sleepers = Vec::with_capacity(delays.len());
+        for (i, delay) in delays.into_iter().enumerate() {
+            let due = tokio::time::Instant::now() + delay;
+            sleepers.push(tokio::spawn(async move {
+                tokio::time::sleep_until(due).await;
+                nanos(tokio::time::Instant::now().saturating_duration_since(due))
+            }));
+            if i % 1024 == 1023 {
+                tokio::task::yield_now().await;
+            }
+        }
+        sleepers
+    })
+    .await
+    .unwrap_or_default();
+    let mut samples = Vec::with_capacity(sleepers.len());
+    for sleeper in sleepers {
+        if let Ok(late) = sleeper.await {
+            samples.push(late);
+        }
+    }
+    Distribution::of(samples)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,6 +235,14 @@ mod tests {
         let d = handoff_floor(200, 4).await;
         assert_eq!(d.count, 200);
         assert!(d.p50_ns >= 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn timer_floor_is_within_a_tick_with_paused_time() {
+        let delays = crate::workloads::random_delays(500, Duration::from_millis(20), 3);
+        let d = timer_floor(delays).await;
+        assert_eq!(d.count, 500);
+        assert!((0..=1_000_000).contains(&d.max_ns), "{d:?}");
     }
 
     #[test]

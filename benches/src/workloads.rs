@@ -179,6 +179,17 @@ pub async fn keyed_throughput(
     }
 }
 
+/// `items` delays drawn uniformly, with microsecond resolution, from
+/// `0..max_delay` by a `StdRng` seeded with `seed` (W3 and its floor use the
+/// same sequence).
+pub fn random_delays(items: u64, max_delay: Duration, seed: u64) -> Vec<Duration> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let max_us = (max_delay.as_micros() as u64).max(1);
+    (0..items)
+        .map(|_| Duration::from_micros(rng.random_range(0..max_us)))
+        .collect()
+}
+
 /// Result of the delayed workload (W3).
 #[derive(Debug, Clone, Copy)]
 pub struct Delayed {
@@ -198,11 +209,7 @@ pub struct Delayed {
 /// The due time of an item is taken just before its `add_after` call, so
 /// lateness includes the call itself.
 pub async fn delayed(items: u64, max_delay: Duration, workers: usize, seed: u64) -> Delayed {
-    let mut rng = StdRng::seed_from_u64(seed);
-    let max_us = (max_delay.as_micros() as u64).max(1);
-    let delays: Vec<Duration> = (0..items)
-        .map(|_| Duration::from_micros(rng.random_range(0..max_us)))
-        .collect();
+    let delays = random_delays(items, max_delay, seed);
 
     let queue = WorkQueue::<u64>::new();
     // tokio's clock, which the queue's timer uses too: with paused time

@@ -8,11 +8,11 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use ctrlkit_benches::floor::{CycleFloor, cycle_floor, handoff_floor};
+use ctrlkit_benches::floor::{CycleFloor, cycle_floor, handoff_floor, timer_floor};
 use ctrlkit_benches::sched::{SchedTotals, measure};
 use ctrlkit_benches::stats::{Distribution, median};
 use ctrlkit_benches::workloads::{
-    PRODUCER_YIELD_EVERY, Pacing, delayed, keyed_throughput, latency,
+    PRODUCER_YIELD_EVERY, Pacing, delayed, keyed_throughput, latency, random_delays,
 };
 use serde_json::{Value, json};
 
@@ -279,9 +279,34 @@ fn main() -> ExitCode {
     if wants("W3") {
         let items = scaled(200_000);
         let max_delay = Duration::from_millis(200);
+        // Floor F3 first, run for run: tokio's timer with the same delays.
+        let (timer, timer_sched) = repeat(runs, || {
+            runtime.block_on(timer_floor(random_delays(items, max_delay, W3_SEED)))
+        });
+        emit(with_sched(
+            json!({
+                "id": "F3",
+                "what": "W3's delays served by bare tasks sleeping until their due time (tokio timer + scheduling latency)",
+                "params": { "items": items, "max_delay_ms": 200, "threads": threads,
+                            "seed": W3_SEED, "runs": runs },
+                "lateness_p50_ms": med(&timer, |d| d.p50_ns as f64 / 1e6),
+                "lateness_p99_ms": med(&timer, |d| d.p99_ns as f64 / 1e6),
+                "lateness_max_ms": med(&timer, |d| d.max_ns as f64 / 1e6),
+            }),
+            &timer_sched,
+        ));
         let (results, sched) = repeat(runs, || {
             runtime.block_on(delayed(items, max_delay, 2, W3_SEED))
         });
+        let late_ratio = |pick: fn(&Distribution) -> i64| {
+            median(
+                &results
+                    .iter()
+                    .zip(&timer)
+                    .map(|(r, f)| pick(&r.lateness) as f64 / pick(f).max(1) as f64)
+                    .collect::<Vec<_>>(),
+            )
+        };
         let p99_ms = med(&results, |r| r.lateness.p99_ns as f64 / 1e6);
         let max_ms = med(&results, |r| r.lateness.max_ns as f64 / 1e6);
         emit(with_sched(
@@ -297,6 +322,9 @@ fn main() -> ExitCode {
                 "lateness_p50_ms": med(&results, |r| r.lateness.p50_ns as f64 / 1e6),
                 "lateness_p99_ms": p99_ms,
                 "lateness_max_ms": max_ms,
+                "floor": "F3",
+                "p99_ratio_to_floor": late_ratio(|d| d.p99_ns),
+                "max_ratio_to_floor": late_ratio(|d| d.max_ns),
                 "per_run_lateness_max_ms": results.iter().map(|r| r.lateness.max_ns as f64 / 1e6).collect::<Vec<_>>(),
                 "target": "lateness p99 <= 2 ms, max <= 10 ms",
                 "meets_target": p99_ms <= 2.0 && max_ms <= 10.0,
