@@ -86,7 +86,23 @@ fn parse_args() -> Result<Args, String> {
 /// One run's floors; every workload figure of the run is divided by them.
 struct Floors {
     cycle: CycleFloor,
+    /// CPU time per F1 cycle, where the scheduler statistics are readable.
+    cycle_cpu_ns: Option<f64>,
     handoff: Distribution,
+}
+
+/// CPU nanoseconds per unit of work of each run, where known.
+fn cpu_ns_per(sched: &[Option<SchedTotals>], units: u64) -> Vec<Option<f64>> {
+    sched
+        .iter()
+        .map(|s| s.map(|s| s.on_cpu.as_nanos() as f64 / units.max(1) as f64))
+        .collect()
+}
+
+/// Median of the known values; `None` if none is known.
+fn med_known(values: &[Option<f64>]) -> Option<f64> {
+    let known: Vec<f64> = values.iter().flatten().copied().collect();
+    (!known.is_empty()).then(|| median(&known))
 }
 
 fn us(ns: f64) -> f64 {
@@ -183,9 +199,13 @@ fn main() -> ExitCode {
     let floor_cycles = scaled(1_000_000);
     let floor_rounds = scaled(100_000);
     let floors: Vec<Floors> = (0..runs)
-        .map(|_| Floors {
-            cycle: cycle_floor(floor_cycles),
-            handoff: runtime.block_on(handoff_floor(floor_rounds, 4)),
+        .map(|_| {
+            let (cycle, sched) = measure(|| cycle_floor(floor_cycles));
+            Floors {
+                cycle,
+                cycle_cpu_ns: sched.map(|s| s.on_cpu.as_nanos() as f64 / floor_cycles as f64),
+                handoff: runtime.block_on(handoff_floor(floor_rounds, 4)),
+            }
         })
         .collect();
     emit(json!({
@@ -193,6 +213,7 @@ fn main() -> ExitCode {
         "what": "single-thread add->get->done on Mutex<VecDeque> + HashSet",
         "params": { "cycles": floor_cycles, "runs": runs },
         "ns_per_cycle": med(&floors, |f| f.cycle.ns_per_cycle()),
+        "cpu_ns_per_cycle": med_known(&floors.iter().map(|f| f.cycle_cpu_ns).collect::<Vec<_>>()),
         "m_per_sec": med(&floors, |f| f.cycle.per_sec() / 1e6),
         "per_run_m_per_sec": floors.iter().map(|f| f.cycle.per_sec() / 1e6).collect::<Vec<_>>(),
     }));
@@ -231,6 +252,12 @@ fn main() -> ExitCode {
                     "max_backlog": med(&results, |r| r.max_backlog as f64),
                     "floor": "F1",
                     "ratio_to_floor": ratio,
+                "cpu_ns_per_item": med_known(&cpu_ns_per(&sched, items)),
+                "cpu_rate_ratio_to_floor": med_known(
+                    &cpu_ns_per(&sched, items).iter().zip(&floors)
+                        .map(|(w, f)| Some(f.cycle_cpu_ns? / (*w)?))
+                        .collect::<Vec<_>>(),
+                ),
                     "per_run_m_items_per_sec": results.iter().map(|r| r.items_per_sec() / 1e6).collect::<Vec<_>>(),
                     "target": format!(">= {} M/s or >= {:.0}% of F1", target_abs / 1e6, target_ratio * 100.0),
                     "meets_target": rate >= target_abs || ratio >= target_ratio,
@@ -258,6 +285,7 @@ fn main() -> ExitCode {
                 "params": { "adds": adds, "distinct_keys": keys, "workers": 4, "threads": threads,
                             "pacing": args.pacing.to_string(), "runs": runs },
                 "m_adds_per_sec": med(&results, |r| r.adds_per_sec() / 1e6),
+            "cpu_ns_per_add": med_known(&cpu_ns_per(&sched, adds)),
                 "items_processed": med(&results, |r| r.processed as f64),
                 "wall_s": wall,
                 "max_backlog": med(&results, |r| r.max_backlog as f64),
