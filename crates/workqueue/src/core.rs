@@ -4,8 +4,8 @@
 //!
 //! The item store ([`Items`]) holds every known item once, with its state
 //! ([`Entry`]); the ready structures ([`Ready`]) and the pending delays
-//! ([`Delays`]) refer to items by cell and are validated against that state,
-//! so no update ever searches a list.
+//! ([`Delays`]) refer to items by cell; a delay superseded by an earlier
+//! one is recognised by its sequence number and skipped when it expires.
 
 use std::hash::Hash;
 
@@ -145,74 +145,23 @@ impl<T: Hash + Eq + Clone> Core<T> {
         if self.queued == 0 {
             return None;
         }
-        let slot = if self.ready.ranked.is_empty() {
-            self.pop_fifo()
-        } else {
-            self.pop_mixed()
+        let slot = loop {
+            let slot = self.ready.pop()?;
+            if let Some(entry) = self.items.entry_mut(slot)
+                && entry.has(QUEUED)
+            {
+                entry.flags = (entry.flags & !QUEUED) | PROCESSING;
+                break slot;
+            }
+            debug_assert!(false, "a ready reference to an item that is not queued");
         };
-        debug_assert!(slot.is_some(), "queued count and ready references disagree");
-        let item = self.items.item(slot?)?.clone();
+        let item = self.items.item(slot)?.clone();
         self.queued -= 1;
         self.processing += 1;
         if let Some(metrics) = &mut self.metrics {
             metrics.get(&item);
         }
         Some(item)
-    }
-
-    /// Fast path: only priority-0 references exist.
-    fn pop_fifo(&mut self) -> Option<Slot> {
-        while let Some((seq, slot)) = self.ready.fifo.pop_front() {
-            if let Some(entry) = self.items.entry_mut(slot)
-                && entry.is_ready_copy(seq)
-            {
-                entry.flags = (entry.flags & !QUEUED) | PROCESSING;
-                return Some(slot);
-            }
-        }
-        None
-    }
-
-    /// General path: merge the ring buffer and the ranked map by rank.
-    fn pop_mixed(&mut self) -> Option<Slot> {
-        loop {
-            // Drop stale references at the front of the ring buffer first.
-            let fifo_seq = loop {
-                match self.ready.fifo.front() {
-                    None => break None,
-                    Some(&(seq, slot)) => {
-                        if self.items.entry(slot).is_some_and(|e| e.is_ready_copy(seq)) {
-                            break Some(seq);
-                        }
-                        self.ready.fifo.pop_front();
-                    }
-                }
-            };
-            let ranked = self.ready.ranked.first_key_value().map(|(rank, _)| *rank);
-            let from_fifo = match (fifo_seq, ranked) {
-                (None, None) => return None,
-                (Some(_), None) => true,
-                (None, Some(_)) => false,
-                (Some(seq), Some(rank)) => (std::cmp::Reverse(0), seq) < rank,
-            };
-            let (slot, valid) = if from_fifo {
-                let (_, slot) = self.ready.fifo.pop_front()?;
-                (slot, true)
-            } else {
-                let ((std::cmp::Reverse(priority), seq), slot) = self.ready.ranked.pop_first()?;
-                let valid = self
-                    .items
-                    .entry(slot)
-                    .is_some_and(|e| e.has(QUEUED) && e.seq == seq && e.priority == priority);
-                (slot, valid)
-            };
-            // An invalid ranked reference is never expected (`raise` moves
-            // them); skip it rather than hand an item out twice.
-            if valid && let Some(entry) = self.items.entry_mut(slot) {
-                entry.flags = (entry.flags & !QUEUED) | PROCESSING;
-                return Some(slot);
-            }
-        }
     }
 
     /// Marks `item` as no longer being processed. If it was added meanwhile

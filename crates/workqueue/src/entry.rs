@@ -22,7 +22,7 @@ pub(crate) struct Entry {
     /// Priority it is queued with (`QUEUED`) or will be queued with
     /// (`REQUEUE`).
     pub(crate) priority: i32,
-    /// Sequence number of the live queued copy (`QUEUED`).
+    /// Sequence number of its place in the ready lanes (`QUEUED`).
     pub(crate) seq: u64,
     /// Priority it is added with when its delay ends (`WAITING`).
     pub(crate) due_priority: i32,
@@ -48,11 +48,5 @@ impl Entry {
     /// Whether any of `flag` is set.
     pub(crate) fn has(&self, flag: u8) -> bool {
         self.flags & flag != 0
-    }
-
-    /// Whether a copy found in the priority-0 ring buffer with sequence
-    /// number `seq` is the live one.
-    pub(crate) fn is_ready_copy(&self, seq: u64) -> bool {
-        self.has(QUEUED) && self.seq == seq && self.priority == 0
     }
 }

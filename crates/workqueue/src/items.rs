@@ -67,6 +67,7 @@ impl<T> Items<T> {
 
     /// State of the item in `slot`, if the cell exists. A free cell has an
     /// empty state, so stale references to it never validate.
+    #[cfg(test)]
     pub(crate) fn entry(&self, slot: Slot) -> Option<&Entry> {
         self.cells.get(slot as usize).map(|cell| &cell.entry)
     }
