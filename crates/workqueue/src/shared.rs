@@ -104,6 +104,11 @@ where
             if let Some(key) = slot.take() {
                 state.waiters.release(key);
             }
+            // A queue with metrics built outside a runtime whose workers
+            // never park still gets its gauge refresher.
+            if state.driver.is_none() && state.core.metrics().is_some() {
+                self.ensure_driver(&mut state);
+            }
             return Poll::Ready(Some(item));
         }
         if state.core.is_shutting_down() {

@@ -263,3 +263,23 @@ async fn no_metrics_without_a_name() {
         "only the timer tasks of the two delays"
     );
 }
+
+#[test]
+fn gauges_refresh_for_a_queue_built_outside_a_runtime() {
+    let recorder = Recorder::default();
+    let queue = named_queue(&recorder);
+    queue.add(s("a"));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let item = queue.get().await.unwrap(); // never parks
+        settle().await;
+        advance(Duration::from_millis(600)).await;
+        settle().await;
+        queue.done(&item);
+    });
+    assert!(!recorder.0.lock().unfinished.is_empty());
+}
