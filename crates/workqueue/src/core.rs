@@ -172,28 +172,32 @@ impl<T: Hash + Eq + Clone> Core<T> {
             requeued: false,
             idle: self.processing == 0,
         };
-        let Some(slot) = self.items.find(item) else {
-            return outcome;
-        };
-        let Some(entry) = self.items.entry_mut(slot) else {
-            return outcome;
-        };
-        if !entry.has(PROCESSING) {
-            return outcome;
-        }
-        self.processing -= 1;
-        outcome.idle = self.processing == 0;
-        if entry.has(REQUEUE) {
-            entry.flags = (entry.flags & !(PROCESSING | REQUEUE)) | QUEUED;
-            entry.seq = self.ready.push(slot, entry.priority);
-            self.queued += 1;
-            outcome.requeued = true;
-        } else {
-            entry.flags &= !PROCESSING;
-            if entry.flags == 0 {
-                self.items.remove(slot);
+        let Self {
+            items,
+            ready,
+            queued,
+            processing,
+            ..
+        } = self;
+        let was_processing = items.update(item, |slot, entry| {
+            if !entry.has(PROCESSING) {
+                return false;
             }
+            *processing -= 1;
+            if entry.has(REQUEUE) {
+                entry.flags = (entry.flags & !(PROCESSING | REQUEUE)) | QUEUED;
+                entry.seq = ready.push(slot, entry.priority);
+                *queued += 1;
+                outcome.requeued = true;
+            } else {
+                entry.flags &= !PROCESSING;
+            }
+            true
+        });
+        if was_processing != Some(true) {
+            return outcome;
         }
+        outcome.idle = self.processing == 0;
         if let Some(metrics) = &mut self.metrics {
             metrics.done(item);
         }

@@ -85,24 +85,32 @@ impl<T> Items<T> {
     }
 
     /// Removes the item in `slot` (its state must be empty of flags).
+    pub(crate) fn remove(&mut self, slot: Slot) {
+        let Some(cell) = self.cells.get(slot as usize) else {
+            return;
+        };
+        if cell.item.is_none() {
+            return;
+        }
+        let hash = cell.hash;
+        if let Ok(found) = self.index.find_entry(widen(hash), |&(s, _)| s == slot) {
+            found.remove();
+        }
+        self.free_cell(slot);
+    }
+
+    /// Frees `slot`, already removed from the index.
     ///
     /// Removals leave tombstones in the index, and looking up an absent item
     /// (every fresh `add`) probes past them; so when the store becomes empty
     /// after at least half its size in removals, it is reset, which also
     /// releases the cells of a past burst for reuse from the start.
-    pub(crate) fn remove(&mut self, slot: Slot) {
-        let Some(cell) = self.cells.get_mut(slot as usize) else {
-            return;
-        };
-        if cell.item.take().is_none() {
-            return;
-        }
-        cell.entry = Entry::empty();
-        cell.next_free = self.free;
-        self.free = slot;
-        let hash = cell.hash;
-        if let Ok(found) = self.index.find_entry(widen(hash), |&(s, _)| s == slot) {
-            found.remove();
+    fn free_cell(&mut self, slot: Slot) {
+        if let Some(cell) = self.cells.get_mut(slot as usize) {
+            cell.item = None;
+            cell.entry = Entry::empty();
+            cell.next_free = self.free;
+            self.free = slot;
         }
         self.removals += 1;
         if self.index.is_empty() && self.removals > self.cells.len() / 2 {
@@ -121,6 +129,7 @@ impl<T: Hash + Eq> Items<T> {
     }
 
     /// The cell holding `item`.
+    #[cfg(test)]
     pub(crate) fn find(&self, item: &T) -> Option<Slot> {
         let hash = self.hash(item);
         let cells = &self.cells;
@@ -129,6 +138,32 @@ impl<T: Hash + Eq> Items<T> {
                 h == hash && cells[slot as usize].item.as_ref() == Some(item)
             })
             .map(|&(slot, _)| slot)
+    }
+
+    /// Finds `item` and lets `update` change its state, with one hash
+    /// lookup; removes the item if no flag is left afterwards. Returns what
+    /// `update` returned, or `None` if the item is not stored.
+    pub(crate) fn update<R>(
+        &mut self,
+        item: &T,
+        update: impl FnOnce(Slot, &mut Entry) -> R,
+    ) -> Option<R> {
+        let hash = self.hash(item);
+        let cells = &mut self.cells;
+        let found = self
+            .index
+            .find_entry(widen(hash), |&(slot, h)| {
+                h == hash && cells[slot as usize].item.as_ref() == Some(item)
+            })
+            .ok()?;
+        let slot = found.get().0;
+        let entry = &mut cells.get_mut(slot as usize)?.entry;
+        let result = update(slot, entry);
+        if entry.flags == 0 {
+            found.remove();
+            self.free_cell(slot);
+        }
+        Some(result)
     }
 
     /// The cell holding `item`, storing it in a new cell (with an empty
