@@ -113,12 +113,13 @@
 //!
 //! # Performance
 //!
-//! All state sits behind one `parking_lot` mutex, held for a few hundred
-//! nanoseconds at most per call:
+//! All state sits behind one `parking_lot` mutex, held for one short
+//! operation per call (the timer task holds it while it moves every due
+//! item into the queue):
 //!
 //! - each known item is stored **once**, in a slab of cells found through a
-//!   compact hash index (hashbrown with its default foldhash hasher, seeded
-//!   per queue); the FIFO, the priority map and the delays refer to cells,
+//!   compact hash index (hashbrown with its default, randomly seeded
+//!   foldhash hasher); the priority lanes and the delays refer to cells,
 //!   so handing an item out or firing its delay does not hash it again;
 //! - adding an item that is already queued is one hash lookup under the
 //!   lock; steady-state `add`/`get`/`done` allocate nothing;
