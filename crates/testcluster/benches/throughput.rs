@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use ctrlkit_testcluster::{TestCluster, TestClusterConfig};
 use futures::StreamExt;
 use http_body_util::BodyExt;
+use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{ListParams, PostParams, WatchEvent, WatchParams};
 use kube::{Api, Client};
@@ -22,7 +23,7 @@ const PODS: usize = 10_000;
 const TASKS: usize = 8;
 const WATCHERS: usize = 10;
 
-fn pod(name: &str) -> Pod {
+fn pod(name: &str, owner_uid: &str) -> Pod {
     serde_json::from_value(json!({
         "apiVersion": "v1",
         "kind": "Pod",
@@ -30,7 +31,7 @@ fn pod(name: &str) -> Pod {
             "name": name,
             "labels": {"app": "bench", "pod-template-hash": "5d8f7c9b6"},
             "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "bench",
-                                 "uid": "00000000-0000-0000-0000-000000000000", "controller": true}]
+                                 "uid": owner_uid, "controller": true}]
         },
         "spec": {"containers": [{"name": "app", "image": "registry.example/app:1.0",
                                  "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]},
@@ -48,18 +49,49 @@ fn rss_bytes() -> u64 {
     pages * 4096
 }
 
+/// CPU time (user + system) this process has used so far, in seconds.
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the parenthesised command name; utime and stime are the
+    // 14th and 15th fields overall, in clock ticks (100 per second on Linux).
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = fields.get(11..13).map_or(0.0, |f| {
+        f.iter().filter_map(|x| x.parse::<f64>().ok()).sum()
+    });
+    ticks / 100.0
+}
+
 /// Create `PODS` pods named `{prefix}-{i}` in `ns` from `TASKS` tasks.
 async fn create_pods(client: &Client, ns: &str, prefix: &str) -> f64 {
+    // The pods are owned by a real ReplicaSet, so the garbage collector
+    // leaves them alone (it deletes pods whose owners do not exist).
+    let rs: ReplicaSet = serde_json::from_value(json!({
+        "metadata": {"name": "bench"},
+        "spec": {"replicas": PODS, "selector": {"matchLabels": {"app": "bench"}},
+                 "template": {"metadata": {"labels": {"app": "bench"}},
+                              "spec": {"containers": [{"name": "app", "image": "registry.example/app:1.0"}]}}}
+    }))
+    .unwrap();
+    let rs = Api::<ReplicaSet>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &rs)
+        .await
+        .unwrap();
+    let owner_uid = rs.metadata.uid.unwrap();
     let start = Instant::now();
     let mut handles = Vec::new();
     for t in 0..TASKS {
         let api = Api::<Pod>::namespaced(client.clone(), ns);
         let prefix = prefix.to_string();
+        let owner_uid = owner_uid.clone();
         handles.push(tokio::spawn(async move {
             for i in (t..PODS).step_by(TASKS) {
-                api.create(&PostParams::default(), &pod(&format!("{prefix}-{i}")))
-                    .await
-                    .unwrap();
+                api.create(
+                    &PostParams::default(),
+                    &pod(&format!("{prefix}-{i}"), &owner_uid),
+                )
+                .await
+                .unwrap();
             }
         }));
     }
@@ -105,11 +137,14 @@ fn main() {
 
         // 1. Creates into an empty store, then with 10,000 pods stored.
         let rss_before = rss_bytes();
+        let cpu = cpu_seconds();
         let rate_empty = create_pods(&client, "bench-a", "p").await;
+        let cpu = cpu_seconds() - cpu;
         let rss_after = rss_bytes();
         println!(
             "{}",
-            json!({"bench": "create_pods", "tasks": TASKS, "pods": PODS, "stored_before": 0, "creates_per_sec": rate_empty.round()})
+            json!({"bench": "create_pods", "tasks": TASKS, "pods": PODS, "stored_before": 0, "creates_per_sec": rate_empty.round(),
+                   "process_cpu_sec": cpu, "creates_per_process_cpu_sec": (PODS as f64 / cpu).round()})
         );
         println!(
             "{}",

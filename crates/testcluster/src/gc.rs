@@ -1,6 +1,7 @@
 //! Background garbage collection: dependents whose owners are all gone,
 //! foreground and orphan deletion, and namespace teardown.
 
+use crate::json::At;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -49,11 +50,11 @@ fn full_scan(api: &Api) {
 
 fn key_of(resource: usize, obj: &Value) -> Key {
     let ns = obj
-        .pointer("/metadata/namespace")
+        .at(&["metadata", "namespace"])
         .and_then(Value::as_str)
         .unwrap_or("");
     let name = obj
-        .pointer("/metadata/name")
+        .at(&["metadata", "name"])
         .and_then(Value::as_str)
         .unwrap_or("");
     Api::key(resource, ns, name)
@@ -81,7 +82,7 @@ fn handle(api: &Api, event: &Event) {
         }
     }
     if RESOURCES[event.resource].namespaced
-        && let Some(ns) = obj.pointer("/metadata/namespace").and_then(Value::as_str)
+        && let Some(ns) = obj.at(&["metadata", "namespace"]).and_then(Value::as_str)
         && let Some(n) = api.store.get(NAMESPACES, &(String::new(), ns.to_string()))
     {
         examine(api, NAMESPACES, &n.value);
@@ -89,7 +90,7 @@ fn handle(api: &Api, event: &Event) {
 }
 
 fn has_finalizer(obj: &Value, name: &str) -> bool {
-    obj.pointer("/metadata/finalizers")
+    obj.at(&["metadata", "finalizers"])
         .and_then(Value::as_array)
         .is_some_and(|l| l.iter().any(|f| f.as_str() == Some(name)))
 }
@@ -97,7 +98,7 @@ fn has_finalizer(obj: &Value, name: &str) -> bool {
 /// Bring one object in line with its owners and its own deletion state.
 fn examine(api: &Api, resource: usize, obj: &Value) {
     let key = key_of(resource, obj);
-    let terminating = obj.pointer("/metadata/deletionTimestamp").is_some();
+    let terminating = obj.at(&["metadata", "deletionTimestamp"]).is_some();
     if resource == NAMESPACES {
         if terminating {
             finish_namespace(api, &key.1);
@@ -105,7 +106,7 @@ fn examine(api: &Api, resource: usize, obj: &Value) {
         return;
     }
     if let Some(refs) = obj
-        .pointer("/metadata/ownerReferences")
+        .at(&["metadata", "ownerReferences"])
         .and_then(Value::as_array)
         && !refs.is_empty()
         && !terminating
@@ -168,7 +169,7 @@ fn finish_namespace(api: &Api, name: &str) {
     }
     for (resource, key) in contents {
         if let Some(obj) = api.store.get(resource, &key)
-            && obj.value.pointer("/metadata/deletionTimestamp").is_none()
+            && obj.value.at(&["metadata", "deletionTimestamp"]).is_none()
         {
             let _ = api.delete(resource, &key.0, &key.1, &DeleteOpts::default());
         }

@@ -88,6 +88,7 @@ mod discovery;
 mod error;
 pub mod faults;
 mod gc;
+mod json;
 pub mod kubelet;
 mod ops;
 mod patch;

@@ -2,6 +2,7 @@
 //! kube-apiserver's semantics, shared by the HTTP layer and the garbage
 //! collector.
 
+use crate::json::At;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -47,7 +48,7 @@ pub(crate) struct Api {
 }
 
 fn name_of(v: &Value) -> &str {
-    v.pointer("/metadata/name")
+    v.at(&["metadata", "name"])
         .and_then(Value::as_str)
         .unwrap_or("")
 }
@@ -110,7 +111,7 @@ fn ready_to_remove(obj: &Value) -> bool {
 }
 
 fn finalizers(obj: &Value) -> Vec<String> {
-    obj.pointer("/metadata/finalizers")
+    obj.at(&["metadata", "finalizers"])
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -179,7 +180,7 @@ impl Api {
             .store
             .get(NAMESPACES, &(String::new(), namespace.to_string()))
             .ok_or_else(|| ApiError::not_found("namespaces", namespace))?;
-        if ns.value.pointer("/metadata/deletionTimestamp").is_some() {
+        if ns.value.at(&["metadata", "deletionTimestamp"]).is_some() {
             return Err(ApiError::new(
                 403,
                 "Forbidden",
@@ -202,7 +203,7 @@ impl Api {
     ) -> Result<Arc<Stored>, ApiError> {
         semantics::check_body(resource, &mut body)?;
         if RESOURCES[resource].namespaced
-            && let Some(ns) = body.pointer("/metadata/namespace").and_then(Value::as_str)
+            && let Some(ns) = body.at(&["metadata", "namespace"]).and_then(Value::as_str)
             && !ns.is_empty()
             && ns != namespace
         {
@@ -212,7 +213,7 @@ impl Api {
         }
         self.ensure_namespace(resource, namespace)?;
         let generate = body
-            .pointer("/metadata/generateName")
+            .at(&["metadata", "generateName"])
             .and_then(Value::as_str)
             .filter(|g| !g.is_empty())
             .map(str::to_string);
@@ -280,7 +281,7 @@ impl Api {
             let (mut new, owners) = f(&cur)?;
             let cur_rv = cur.rv.to_string();
             match new
-                .pointer("/metadata/resourceVersion")
+                .at(&["metadata", "resourceVersion"])
                 .and_then(Value::as_str)
             {
                 Some(rv) if !rv.is_empty() && rv != cur_rv => {
@@ -460,14 +461,14 @@ impl Api {
         ctx: WriteCtx<'_>,
     ) -> Result<(), ApiError> {
         let node = body
-            .pointer("/target/name")
+            .at(&["target", "name"])
             .and_then(Value::as_str)
             .filter(|n| !n.is_empty())
             .ok_or_else(|| ApiError::invalid("Binding", name, "target.name: Required value"))?
             .to_string();
         let key = Self::key(PODS, namespace, name);
         self.guaranteed_update(PODS, &key, ctx, |cur| {
-            let assigned = cur.value.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
+            let assigned = cur.value.at(&["spec", "nodeName"]).and_then(Value::as_str).unwrap_or("");
             if !assigned.is_empty() {
                 return Err(ApiError::conflict(
                     "pods/binding",
@@ -475,7 +476,7 @@ impl Api {
                     &format!("pod {name} is already assigned to node \"{assigned}\""),
                 ));
             }
-            if cur.value.pointer("/metadata/deletionTimestamp").is_some() {
+            if cur.value.at(&["metadata", "deletionTimestamp"]).is_some() {
                 return Err(ApiError::conflict("pods/binding", name, "pod is being deleted, cannot be assigned to a host"));
             }
             let mut new = cur.value.clone();
@@ -519,7 +520,7 @@ impl Api {
                 .ok_or_else(|| not_found(resource, name))?;
             let uid = cur
                 .value
-                .pointer("/metadata/uid")
+                .at(&["metadata", "uid"])
                 .and_then(Value::as_str)
                 .unwrap_or("");
             if let Some(want) = &opts.uid
@@ -546,21 +547,21 @@ impl Api {
                 ));
             }
             let mut obj = cur.value.clone();
-            let terminating = obj.pointer("/metadata/deletionTimestamp").is_some();
+            let terminating = obj.at(&["metadata", "deletionTimestamp"]).is_some();
             let grace = if resource == PODS {
                 let bound = obj
-                    .pointer("/spec/nodeName")
+                    .at(&["spec", "nodeName"])
                     .and_then(Value::as_str)
                     .is_some_and(|n| !n.is_empty());
                 let phase = obj
-                    .pointer("/status/phase")
+                    .at(&["status", "phase"])
                     .and_then(Value::as_str)
                     .unwrap_or("");
                 let terminal = phase == "Succeeded" || phase == "Failed";
                 let requested = opts
                     .grace_period
                     .or_else(|| {
-                        obj.pointer("/spec/terminationGracePeriodSeconds")
+                        obj.at(&["spec", "terminationGracePeriodSeconds"])
                             .and_then(Value::as_i64)
                     })
                     .unwrap_or(30);
@@ -574,7 +575,7 @@ impl Api {
             };
             if terminating {
                 let current_grace = obj
-                    .pointer("/metadata/deletionGracePeriodSeconds")
+                    .at(&["metadata", "deletionGracePeriodSeconds"])
                     .and_then(Value::as_i64)
                     .unwrap_or(0);
                 if grace >= current_grace {

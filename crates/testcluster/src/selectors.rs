@@ -1,5 +1,6 @@
 //! Label and field selectors, parsed from their query-string form.
 
+use crate::json::At;
 use serde_json::Value;
 
 use crate::status::ApiError;
@@ -191,7 +192,7 @@ impl LabelSelector {
 
     /// Whether the selector matches the labels of `object`.
     pub(crate) fn matches_object(&self, object: &Value) -> bool {
-        self.0.is_empty() || self.matches(object.pointer("/metadata/labels"))
+        self.0.is_empty() || self.matches(object.at(&["metadata", "labels"]))
     }
 }
 

@@ -1,5 +1,6 @@
 //! Per-resource rules: defaulting, validation and what an update may change.
 
+use crate::json::At;
 use k8s_openapi::api::{
     apps::v1 as apps, coordination::v1 as coordination, core::v1 as core, events::v1 as events,
 };
@@ -115,7 +116,7 @@ pub(crate) fn check_body(resource: usize, obj: &mut Value) -> Result<(), ApiErro
 pub(crate) fn prepare_create(resource: usize, obj: &mut Value, namespace: &str, uid: String) {
     let def = &RESOURCES[resource];
     let name = obj
-        .pointer("/metadata/name")
+        .at(&["metadata", "name"])
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_string();
@@ -161,7 +162,7 @@ pub(crate) fn prepare_create(resource: usize, obj: &mut Value, namespace: &str, 
         }
         ("", "replicationcontrollers") => {
             default_replicas(obj);
-            let template_labels = obj.pointer("/spec/template/metadata/labels").cloned();
+            let template_labels = obj.at(&["spec", "template", "metadata", "labels"]).cloned();
             if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
                 let empty = spec
                     .get("selector")
@@ -194,7 +195,7 @@ fn default_replicas(obj: &mut Value) {
 pub(crate) fn validate(resource: usize, obj: &Value) -> Result<(), ApiError> {
     let def = &RESOURCES[resource];
     let name = obj
-        .pointer("/metadata/name")
+        .at(&["metadata", "name"])
         .and_then(Value::as_str)
         .unwrap_or("");
     if name.is_empty() {
@@ -225,7 +226,7 @@ pub(crate) fn validate(resource: usize, obj: &Value) -> Result<(), ApiError> {
             ),
         ));
     }
-    if let Some(labels) = obj.pointer("/metadata/labels").and_then(Value::as_object) {
+    if let Some(labels) = obj.at(&["metadata", "labels"]).and_then(Value::as_object) {
         for (k, v) in labels {
             if k.is_empty() || v.as_str().is_none_or(|v| v.len() > 63) {
                 return Err(invalid(
@@ -239,7 +240,7 @@ pub(crate) fn validate(resource: usize, obj: &Value) -> Result<(), ApiError> {
     }
     match (def.group, def.plural) {
         ("", "pods") => {
-            let containers = obj.pointer("/spec/containers").and_then(Value::as_array);
+            let containers = obj.at(&["spec", "containers"]).and_then(Value::as_array);
             if containers.is_none_or(Vec::is_empty) {
                 return Err(invalid(def, name, "spec.containers", "Required value"));
             }
@@ -269,7 +270,7 @@ pub(crate) fn validate(resource: usize, obj: &Value) -> Result<(), ApiError> {
             }
         }
         ("apps", "replicasets") => {
-            let selector = obj.pointer("/spec/selector");
+            let selector = obj.at(&["spec", "selector"]);
             let parsed = match selector {
                 Some(s) => LabelSelector::from_object(s).map_err(|e| {
                     invalid(def, name, "spec.selector", &format!("Invalid value: {e}"))
@@ -285,7 +286,7 @@ pub(crate) fn validate(resource: usize, obj: &Value) -> Result<(), ApiError> {
                 ));
             }
             check_replicas(def, name, obj)?;
-            let labels = obj.pointer("/spec/template/metadata/labels");
+            let labels = obj.at(&["spec", "template", "metadata", "labels"]);
             if !parsed.matches(labels) {
                 return Err(invalid(
                     def,
@@ -297,12 +298,12 @@ pub(crate) fn validate(resource: usize, obj: &Value) -> Result<(), ApiError> {
         }
         ("", "replicationcontrollers") => {
             check_replicas(def, name, obj)?;
-            let selector = obj.pointer("/spec/selector").and_then(Value::as_object);
+            let selector = obj.at(&["spec", "selector"]).and_then(Value::as_object);
             let Some(selector) = selector.filter(|s| !s.is_empty()) else {
                 return Err(invalid(def, name, "spec.selector", "Required value"));
             };
-            if let Some(template) = obj.pointer("/spec/template") {
-                let labels = template.pointer("/metadata/labels");
+            if let Some(template) = obj.at(&["spec", "template"]) {
+                let labels = template.at(&["metadata", "labels"]);
                 let matches = selector
                     .iter()
                     .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v));
@@ -322,7 +323,7 @@ pub(crate) fn validate(resource: usize, obj: &Value) -> Result<(), ApiError> {
 }
 
 fn check_replicas(def: &ResourceDef, name: &str, obj: &Value) -> Result<(), ApiError> {
-    match obj.pointer("/spec/replicas") {
+    match obj.at(&["spec", "replicas"]) {
         None => Ok(()),
         Some(v) if v.as_i64().is_some_and(|r| r >= 0) => Ok(()),
         Some(v) => Err(invalid(
@@ -354,7 +355,7 @@ pub(crate) fn prepare_update(
     let def = &RESOURCES[resource];
     if part == Part::Status {
         let status = new.get("status").cloned();
-        let rv = new.pointer("/metadata/resourceVersion").cloned();
+        let rv = new.at(&["metadata", "resourceVersion"]).cloned();
         *new = old.clone();
         match status {
             Some(s) => new["status"] = s,
@@ -370,7 +371,7 @@ pub(crate) fn prepare_update(
         return Ok(());
     }
     let name = old
-        .pointer("/metadata/name")
+        .at(&["metadata", "name"])
         .and_then(Value::as_str)
         .unwrap_or("");
     if let Some(m) = new.as_object_mut() {
@@ -435,7 +436,7 @@ pub(crate) fn prepare_update(
     }
     if def.tracks_generation && old.get("spec") != new.get("spec") {
         let generation = old
-            .pointer("/metadata/generation")
+            .at(&["metadata", "generation"])
             .and_then(Value::as_i64)
             .unwrap_or(0)
             + 1;
@@ -447,11 +448,11 @@ pub(crate) fn prepare_update(
 /// The autoscaling/v1 `Scale` view of a replicated object.
 pub(crate) fn scale_of(obj: &Value) -> Value {
     let meta = obj.get("metadata").cloned().unwrap_or_else(|| json!({}));
-    let selector = match obj.pointer("/spec/selector") {
+    let selector = match obj.at(&["spec", "selector"]) {
         Some(Value::Object(m))
             if m.contains_key("matchLabels") || m.contains_key("matchExpressions") =>
         {
-            selector_string(obj.pointer("/spec/selector"))
+            selector_string(obj.at(&["spec", "selector"]))
         }
         Some(Value::Object(m)) => m
             .iter()
@@ -470,9 +471,9 @@ pub(crate) fn scale_of(obj: &Value) -> Value {
             "resourceVersion": meta.get("resourceVersion"),
             "creationTimestamp": meta.get("creationTimestamp"),
         },
-        "spec": {"replicas": obj.pointer("/spec/replicas").cloned().unwrap_or(json!(0))},
+        "spec": {"replicas": obj.at(&["spec", "replicas"]).cloned().unwrap_or(json!(0))},
         "status": {
-            "replicas": obj.pointer("/status/replicas").cloned().unwrap_or(json!(0)),
+            "replicas": obj.at(&["status", "replicas"]).cloned().unwrap_or(json!(0)),
             "selector": selector,
         }
     })
@@ -511,7 +512,7 @@ fn selector_string(sel: Option<&Value>) -> String {
 /// Write a (possibly patched) `Scale` back into the object's spec.replicas.
 pub(crate) fn apply_scale(obj: &mut Value, scale: &Value) -> Result<(), ApiError> {
     let replicas = scale
-        .pointer("/spec/replicas")
+        .at(&["spec", "replicas"])
         .and_then(Value::as_i64)
         .filter(|r| *r >= 0)
         .ok_or_else(|| {
@@ -523,7 +524,7 @@ pub(crate) fn apply_scale(obj: &mut Value, scale: &Value) -> Result<(), ApiError
         })?;
     obj["spec"]["replicas"] = json!(replicas);
     if let Some(rv) = scale
-        .pointer("/metadata/resourceVersion")
+        .at(&["metadata", "resourceVersion"])
         .filter(|v| v.as_str().is_some_and(|s| !s.is_empty()))
     {
         meta_mut(obj).insert("resourceVersion".into(), rv.clone());

@@ -1,5 +1,6 @@
 //! The HTTP layer: routes Kubernetes REST paths to the API operations.
 
+use crate::json::At;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -386,12 +387,12 @@ fn dispatch(
             {
                 let n = item
                     .value
-                    .pointer("/metadata/name")
+                    .at(&["metadata", "name"])
                     .and_then(Value::as_str)
                     .unwrap_or("");
                 let ins = item
                     .value
-                    .pointer("/metadata/namespace")
+                    .at(&["metadata", "namespace"])
                     .and_then(Value::as_str)
                     .unwrap_or("");
                 match api.delete(resource, ins, n, &opts) {
@@ -429,11 +430,11 @@ fn delete_opts(params: &Params, body: &[u8]) -> Result<DeleteOpts, ApiError> {
             opts.propagation = Some("Orphan".into());
         }
         opts.uid = v
-            .pointer("/preconditions/uid")
+            .at(&["preconditions", "uid"])
             .and_then(Value::as_str)
             .map(str::to_string);
         opts.resource_version = v
-            .pointer("/preconditions/resourceVersion")
+            .at(&["preconditions", "resourceVersion"])
             .and_then(Value::as_str)
             .map(str::to_string);
         opts.dry_run = v
@@ -478,7 +479,7 @@ fn encode_continue(key: &Key) -> String {
 
 fn decode_continue(token: &str) -> Result<Key, ApiError> {
     let bad = || ApiError::bad_request("invalid continue token");
-    if token.len() % 2 != 0 {
+    if !token.len().is_multiple_of(2) {
         return Err(bad());
     }
     let bytes: Result<Vec<u8>, _> = (0..token.len())
@@ -552,10 +553,10 @@ fn list(
             let v = &last.value;
             let key = Api::key(
                 target.resource,
-                v.pointer("/metadata/namespace")
+                v.at(&["metadata", "namespace"])
                     .and_then(Value::as_str)
                     .unwrap_or(""),
-                v.pointer("/metadata/name")
+                v.at(&["metadata", "name"])
                     .and_then(Value::as_str)
                     .unwrap_or(""),
             );

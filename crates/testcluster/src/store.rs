@@ -5,6 +5,7 @@
 //! it with a compare-and-swap on the snapshot's resourceVersion, so the lock
 //! is held only for the insert, the serialization and the history push.
 
+use crate::json::At;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
@@ -112,12 +113,12 @@ impl std::fmt::Debug for Store {
 }
 
 pub(crate) fn uid_of(value: &Value) -> Option<&str> {
-    value.pointer("/metadata/uid").and_then(Value::as_str)
+    value.at(&["metadata", "uid"]).and_then(Value::as_str)
 }
 
 pub(crate) fn owner_uids(value: &Value) -> impl Iterator<Item = &str> {
     value
-        .pointer("/metadata/ownerReferences")
+        .at(&["metadata", "ownerReferences"])
         .and_then(Value::as_array)
         .into_iter()
         .flatten()

@@ -1,6 +1,7 @@
 //! Watch streams: events after a resourceVersion, filtered per watcher,
 //! with bookmarks, timeouts and 410 Gone for versions no longer kept.
 
+use crate::json::At;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
@@ -42,7 +43,7 @@ pub(crate) struct WatchSpec {
 impl WatchSpec {
     fn selects(&self, obj: &Value) -> bool {
         if let Some(ns) = &self.namespace
-            && obj.pointer("/metadata/namespace").and_then(Value::as_str) != Some(ns.as_str())
+            && obj.at(&["metadata", "namespace"]).and_then(Value::as_str) != Some(ns.as_str())
         {
             return false;
         }
@@ -62,7 +63,7 @@ impl WatchSpec {
         }
         let obj = &event.object.value;
         if let Some(ns) = &self.namespace
-            && obj.pointer("/metadata/namespace").and_then(Value::as_str) != Some(ns.as_str())
+            && obj.at(&["metadata", "namespace"]).and_then(Value::as_str) != Some(ns.as_str())
         {
             return None;
         }

@@ -187,7 +187,7 @@ async fn watch_with_timeout_ends() {
         .resource_version
         .unwrap();
     let stream = pods
-        .watch(&WatchParams::default().timeout(1), &rv)
+        .watch(&WatchParams::default().timeout(1).disable_bookmarks(), &rv)
         .await
         .unwrap();
     let rest: Vec<_> = tokio::time::timeout(GUARD, stream.collect::<Vec<_>>())
