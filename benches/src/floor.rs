@@ -182,9 +182,11 @@ pub async fn handoff_floor(rounds: u64, receivers: usize) -> Distribution {
 /// [`random_delays`](crate::workloads::random_delays)), each served by a bare
 /// spawned task sleeping until its due time instead of a queue. A producer
 /// task spawns them (yielding every 1,024, as W3's producer does) and each
-/// records its lateness (wake time − due time). This is tokio's timer plus
-/// the scheduling latency of the machine: the lateness no queue on the same
-/// runtime can beat.
+/// records its lateness (wake time − due time). It is the obvious
+/// alternative to a delaying queue (one task per delayed item) and shows
+/// tokio's timer and the machine's scheduling latency; it is a reference
+/// point rather than a strict lower bound, since a task per item costs more
+/// than a queue entry.
 pub async fn timer_floor(delays: Vec<Duration>) -> Distribution {
     let sleepers = tokio::spawn(async move {
         let mut sleepers = Vec::with_capacity(delays.len());
