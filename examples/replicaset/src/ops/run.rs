@@ -200,6 +200,7 @@ where
         None => None,
     };
 
+    tracing::info!(controller = %settings.name, workers = settings.options.workers, "starting workers");
     let workers_stop = CancellationToken::new();
     let mut workers = tokio::spawn(runner(workers_stop.clone()));
     let keep_lease = async {
@@ -211,7 +212,6 @@ where
             }
         }
     };
-    tracing::info!(controller = %settings.name, workers = settings.options.workers, "starting workers");
     let outcome = tokio::select! {
         held = keep_lease => held,
         finished = &mut workers => {

@@ -1,0 +1,134 @@
+//! The `replicaset-controller` binary as an operator runs it: a kubeconfig
+//! file, HTTP endpoints, SIGTERM for a graceful stop.
+#![allow(clippy::unwrap_used)]
+
+mod process;
+
+use std::process::Command;
+
+use process::{Cluster, Process, create_replicaset, http_get, metric_sum, wait_converged};
+
+const BIN: &str = env!("CARGO_BIN_EXE_replicaset-controller");
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binary_converges_a_replicaset_serves_endpoints_and_stops_on_sigterm() {
+    let cluster = Cluster::start().await;
+    let kubeconfig = cluster.kubeconfig.path().to_str().unwrap().to_string();
+    let mut controller = Process::spawn(
+        "rs-controller",
+        BIN,
+        &[
+            "--kubeconfig",
+            &kubeconfig,
+            "--metrics-addr",
+            "127.0.0.1:0",
+            "--health-addr",
+            "127.0.0.1:0",
+            "--workers",
+            "2",
+        ],
+    );
+    let addr = controller.endpoint().await;
+    assert_eq!(http_get(addr, "/healthz").await.0, 200);
+    process::eventually("/readyz to answer 200", || async {
+        (http_get(addr, "/readyz").await.0 == 200).then_some(())
+    })
+    .await;
+
+    let client = cluster.client();
+    let uid = create_replicaset(&client, "default", "web", 3).await;
+    wait_converged(&client, "default", "web", &uid, 3).await;
+
+    let (status, metrics) = http_get(addr, "/metrics").await;
+    assert_eq!(status, 200);
+    assert!(metrics.contains("workqueue_adds_total"), "{metrics}");
+    assert!(
+        metrics.contains("controller_runtime_reconcile_total"),
+        "{metrics}"
+    );
+    assert!(
+        metric_sum(&metrics, "workqueue_adds_total") > 0.0,
+        "{metrics}"
+    );
+    assert!(
+        metric_sum(&metrics, "controller_runtime_reconcile_total") > 0.0,
+        "{metrics}"
+    );
+
+    controller.sigterm();
+    let status = controller.wait_exit().await;
+    assert!(status.success(), "exit status {status}");
+    assert!(controller.logged("shutting down").is_some());
+    assert!(controller.logged("stopped").is_some());
+    // The endpoints are gone with the process.
+    assert!(tokio::net::TcpStream::connect(addr).await.is_err());
+}
+
+#[test]
+fn unreadable_kubeconfig_is_a_clear_error_not_a_panic() {
+    let output = Command::new(BIN)
+        .args([
+            "--kubeconfig",
+            "/nonexistent/kubeconfig",
+            "--metrics-addr",
+            "0",
+            "--health-addr",
+            "0",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("cannot load kubeconfig /nonexistent/kubeconfig"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn invalid_flags_are_rejected_with_usage_errors() {
+    for (args, needle) in [
+        (&["--workers", "0"][..], "at least 1"),
+        (&["--burst-replicas", "0"][..], "at least 1"),
+        (&["--metrics-addr", "nowhere"][..], "invalid address"),
+        (
+            &[
+                "--leader-elect",
+                "--lease-duration",
+                "5",
+                "--renew-deadline",
+                "5",
+            ][..],
+            "renew deadline",
+        ),
+    ] {
+        let output = Command::new(BIN).args(args).output().unwrap();
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn help_explains_every_flag() {
+    let output = Command::new(BIN).arg("--help").output().unwrap();
+    assert!(output.status.success());
+    let help = String::from_utf8_lossy(&output.stdout);
+    for flag in [
+        "--kubeconfig",
+        "--context",
+        "--namespace",
+        "--workers",
+        "--burst-replicas",
+        "--leader-elect",
+        "--lease-name",
+        "--lease-namespace",
+        "--lease-duration",
+        "--renew-deadline",
+        "--metrics-addr",
+        "--health-addr",
+    ] {
+        assert!(help.contains(flag), "--help lacks {flag}:\n{help}");
+    }
+}

@@ -1,0 +1,112 @@
+//! Two `replicaset-controller` processes with `--leader-elect` against one
+//! cluster: only the lease holder acts; when it stops, the other takes over.
+#![allow(clippy::unwrap_used)]
+
+mod process;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::Api;
+use process::{
+    Cluster, Process, create_replicaset, eventually, field, http_get, metric_sum, wait_converged,
+};
+
+const BIN: &str = env!("CARGO_BIN_EXE_replicaset-controller");
+const LEASE: &str = "rs-controller-test";
+
+fn candidate(name: &str, kubeconfig: &str) -> Process {
+    Process::spawn(
+        name,
+        BIN,
+        &[
+            "--kubeconfig",
+            kubeconfig,
+            "--leader-elect",
+            "--lease-name",
+            LEASE,
+            "--lease-namespace",
+            "default",
+            // Short leases keep the test quick.
+            "--lease-duration",
+            "3",
+            "--renew-deadline",
+            "2",
+            "--metrics-addr",
+            "127.0.0.1:0",
+            "--health-addr",
+            "127.0.0.1:0",
+        ],
+    )
+}
+
+async fn holder(leases: &Api<Lease>) -> Option<String> {
+    leases.get(LEASE).await.ok()?.spec?.holder_identity
+}
+
+async fn identity(p: &Process) -> String {
+    field(
+        &p.wait_for_log("waiting to become the leader").await,
+        "identity",
+    )
+}
+
+async fn reconciles(process: &Process) -> f64 {
+    let (_, metrics) = http_get(process.endpoint().await, "/metrics").await;
+    metric_sum(&metrics, "controller_runtime_reconcile_total")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_leader_acts_and_a_stand_by_takes_over() {
+    let cluster = Cluster::start().await;
+    let client = cluster.client();
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "default");
+    let kubeconfig = cluster.kubeconfig.path().to_str().unwrap().to_string();
+    let a = candidate("a", &kubeconfig);
+    let b = candidate("b", &kubeconfig);
+    let (id_a, id_b) = (identity(&a).await, identity(&b).await);
+    assert_ne!(id_a, id_b);
+
+    // One of them wins; the Lease names it.
+    let first = eventually("a leader", || async {
+        let held = holder(&leases).await?;
+        let logged =
+            a.logged("became the leader").is_some() || b.logged("became the leader").is_some();
+        logged.then_some(held)
+    })
+    .await;
+    let (mut leader, stand_by, stand_by_id) = if first == id_a {
+        (a, b, id_b)
+    } else {
+        assert_eq!(first, id_b);
+        (b, a, id_a)
+    };
+    assert!(leader.logged("became the leader").is_some());
+
+    let uid = create_replicaset(&client, "default", "first", 2).await;
+    wait_converged(&client, "default", "first", &uid, 2).await;
+    assert!(reconciles(&leader).await > 0.0);
+    // Both keep warm caches, but the stand-by runs no workers.
+    assert_eq!(http_get(stand_by.endpoint().await, "/readyz").await.0, 200);
+    assert_eq!(reconciles(&stand_by).await, 0.0);
+    assert!(stand_by.logged("became the leader").is_none());
+    assert_eq!(holder(&leases).await.as_deref(), Some(first.as_str()));
+
+    // A graceful stop releases the lease; the stand-by takes over.
+    leader.sigterm();
+    let status = leader.wait_exit().await;
+    assert!(status.success(), "leader exit status {status}");
+    assert!(leader.logged("released the lease").is_some());
+    stand_by.wait_for_log("became the leader").await;
+    eventually("the lease to change hands", || async {
+        (holder(&leases).await? == stand_by_id).then_some(())
+    })
+    .await;
+
+    let uid = create_replicaset(&client, "default", "second", 2).await;
+    wait_converged(&client, "default", "second", &uid, 2).await;
+    assert!(reconciles(&stand_by).await > 0.0);
+
+    let mut stand_by = stand_by;
+    stand_by.sigterm();
+    let status = stand_by.wait_exit().await;
+    assert!(status.success(), "new leader exit status {status}");
+}
