@@ -174,14 +174,9 @@ fn controller_code_writes_status_with_update() {
 
 #[test]
 fn rbac_and_deployments_match_the_binaries() {
-    let namespace_docs = documents(
-        &deploy_dir()
-            .join("namespace.yaml")
-            .parent()
-            .unwrap()
-            .join("."),
-    );
-    let namespace = str_at(one(&namespace_docs, "Namespace"), "/metadata/name").to_string();
+    // deploy/namespace.yaml holds the only Namespace; everything lives there.
+    let all = documents(&deploy_dir());
+    let namespace = str_at(one(&all, "Namespace"), "/metadata/name").to_string();
 
     for binary in ["replicaset-controller", "replication-controller"] {
         let docs = documents(&deploy_dir().join(binary));
