@@ -41,15 +41,36 @@ fn partial() -> serde_json::Value {
 }
 
 fn counts(s: &ReplicaStatus) -> (i32, i32, i32, i32) {
-    (s.replicas, s.fully_labeled_replicas, s.ready_replicas, s.available_replicas)
+    (
+        s.replicas,
+        s.fully_labeled_replicas,
+        s.ready_replicas,
+        s.available_replicas,
+    )
 }
 
 #[test]
 fn counts_replicas_fully_labelled_ready_and_available() {
     let running = || PodSpec::running("x");
-    let cases: Vec<(&str, ReplicaSet, Vec<Arc<Pod>>, (i32, i32, i32, i32))> = vec![
-        ("1 fully labelled pod", rs(1, 0), vec![pod("a", full(), running())], (1, 1, 1, 1)),
-        ("1 not fully labelled pod", rs(1, 0), vec![pod("a", partial(), running())], (1, 0, 1, 1)),
+    type Case = (
+        &'static str,
+        ReplicaSet,
+        Vec<Arc<Pod>>,
+        (i32, i32, i32, i32),
+    );
+    let cases: Vec<Case> = vec![
+        (
+            "1 fully labelled pod",
+            rs(1, 0),
+            vec![pod("a", full(), running())],
+            (1, 1, 1, 1),
+        ),
+        (
+            "1 not fully labelled pod",
+            rs(1, 0),
+            vec![pod("a", partial(), running())],
+            (1, 0, 1, 1),
+        ),
         (
             "2 fully labelled pods",
             rs(2, 0),
@@ -62,7 +83,12 @@ fn counts_replicas_fully_labelled_ready_and_available() {
             vec![pod("a", partial(), running()), pod("b", full(), running())],
             (2, 1, 2, 2),
         ),
-        ("1 non-ready pod", rs(1, 0), vec![pod("a", full(), running().pending())], (1, 1, 0, 0)),
+        (
+            "1 non-ready pod",
+            rs(1, 0),
+            vec![pod("a", full(), running().pending())],
+            (1, 1, 0, 0),
+        ),
         (
             "1 ready but not yet available pod",
             rs(1, 3600),
@@ -82,7 +108,10 @@ fn counts_replicas_fully_labelled_ready_and_available() {
         let status = calculate_status(&owner, &pods, Some(0), None, now);
         assert_eq!(counts(&status), expected, "{name}");
         assert!(status.conditions.is_empty(), "{name}");
-        assert_eq!(status.observed_generation, 0, "{name}: left to the status write");
+        assert_eq!(
+            status.observed_generation, 0,
+            "{name}: left to the status write"
+        );
     }
 }
 
@@ -90,14 +119,25 @@ fn counts_replicas_fully_labelled_ready_and_available() {
 fn terminating_replicas_are_reported_only_for_replica_sets() {
     let now = Timestamp::now();
     let pods = vec![pod("a", full(), PodSpec::running("x"))];
-    assert_eq!(calculate_status(&rs(1, 0), &pods, Some(2), None, now).terminating_replicas, Some(2));
-    assert_eq!(calculate_status(&rs(1, 0), &pods, Some(0), None, now).terminating_replicas, Some(0));
+    assert_eq!(
+        calculate_status(&rs(1, 0), &pods, Some(2), None, now).terminating_replicas,
+        Some(2)
+    );
+    assert_eq!(
+        calculate_status(&rs(1, 0), &pods, Some(0), None, now).terminating_replicas,
+        Some(0)
+    );
     let rc = replication_controller("legacy", 1, "x");
-    assert_eq!(calculate_status(&rc, &pods, Some(2), None, now).terminating_replicas, None);
+    assert_eq!(
+        calculate_status(&rc, &pods, Some(2), None, now).terminating_replicas,
+        None
+    );
 }
 
 fn manage_error() -> Error {
-    Error::CreatePods(PodControlError::InvalidTemplate("fake manageReplicasErr".into()))
+    Error::CreatePods(PodControlError::InvalidTemplate(
+        "fake manageReplicasErr".into(),
+    ))
 }
 
 fn failure_condition(reason: &str, message: &str) -> ReplicaCondition {
@@ -123,14 +163,23 @@ fn the_replica_failure_condition_follows_the_manage_error() {
     let err = manage_error();
     let msg = err.to_string();
     let one = vec![pod("a", full(), PodSpec::running("x"))];
-    let three: Vec<_> = ["a", "b", "c"].iter().map(|n| pod(n, full(), PodSpec::running("x"))).collect();
+    let three: Vec<_> = ["a", "b", "c"]
+        .iter()
+        .map(|n| pod(n, full(), PodSpec::running("x")))
+        .collect();
 
     // Too few pods: FailedCreate with the error's message.
     let s = calculate_status(&rs(2, 0), &one, None, Some(&err), now);
-    assert_eq!(without_times(s.conditions), [failure_condition("FailedCreate", &msg)]);
+    assert_eq!(
+        without_times(s.conditions),
+        [failure_condition("FailedCreate", &msg)]
+    );
     // Too many: FailedDelete.
     let s = calculate_status(&rs(2, 0), &three, None, Some(&err), now);
-    assert_eq!(without_times(s.conditions), [failure_condition("FailedDelete", &msg)]);
+    assert_eq!(
+        without_times(s.conditions),
+        [failure_condition("FailedDelete", &msg)]
+    );
     // Neither (the count changed meanwhile): an empty reason.
     let s = calculate_status(&rs(1, 0), &one, None, Some(&err), now);
     assert_eq!(without_times(s.conditions), [failure_condition("", &msg)]);
@@ -150,7 +199,11 @@ fn the_replica_failure_condition_follows_the_manage_error() {
     let s = calculate_status(&failing, &one, None, Some(&err), now);
     assert_eq!(s.conditions, failing.replica_status().conditions);
     // No error and no condition: none.
-    assert!(calculate_status(&rs(2, 0), &one, None, None, now).conditions.is_empty());
+    assert!(
+        calculate_status(&rs(2, 0), &one, None, None, now)
+            .conditions
+            .is_empty()
+    );
 }
 
 #[test]
