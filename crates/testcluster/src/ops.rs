@@ -228,12 +228,7 @@ impl Api {
                     Value::String(format!("{base}{}", semantics::random_suffix())),
                 );
             }
-            semantics::prepare_create(
-                resource,
-                &mut obj,
-                namespace,
-                uuid::Uuid::new_v4().to_string(),
-            );
+            semantics::prepare_create(resource, &mut obj, namespace, semantics::random_uid());
             semantics::validate(resource, &obj)?;
             let name = name_of(&obj).to_string();
             let key = Self::key(resource, namespace, &name);

@@ -26,6 +26,16 @@ pub(crate) fn now_plus(seconds: i64) -> String {
     ts.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
+/// A random (version 4) UUID, from the thread-local generator rather than
+/// a system call per object.
+pub(crate) fn random_uid() -> String {
+    use rand::Rng;
+    let bytes: [u8; 16] = rand::rng().random();
+    uuid::Builder::from_random_bytes(bytes)
+        .into_uuid()
+        .to_string()
+}
+
 /// A 5-character random suffix from the alphabet kube-apiserver uses
 /// (no vowels, no confusable characters).
 pub(crate) fn random_suffix() -> String {

@@ -56,6 +56,8 @@ impl EventType {
 pub(crate) struct Event {
     pub(crate) rv: u64,
     pub(crate) resource: usize,
+    /// Where the object lives (namespace, name).
+    pub(crate) key: Key,
     pub(crate) kind: EventType,
     pub(crate) object: Arc<Stored>,
     /// The version this change replaced (for MODIFIED and DELETED).
@@ -288,6 +290,7 @@ impl Store {
             inner.history.push_back(Arc::new(Event {
                 rv,
                 resource,
+                key: key.clone(),
                 kind,
                 object: stored.clone(),
                 prev: current,

@@ -61,12 +61,12 @@ impl WatchSpec {
         if event.resource != self.resource {
             return None;
         }
-        let obj = &event.object.value;
         if let Some(ns) = &self.namespace
-            && obj.at(&["metadata", "namespace"]).and_then(Value::as_str) != Some(ns.as_str())
+            && event.key.0 != *ns
         {
             return None;
         }
+        let obj = &event.object.value;
         if self.unfiltered() {
             return Some(event.frame.clone());
         }
