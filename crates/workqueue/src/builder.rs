@@ -92,7 +92,7 @@ where
             .unwrap_or_else(|| Box::new(default_controller_rate_limiter()));
         let shared = Arc::new(Shared::new(Core::new(metrics), limiter));
         {
-            let mut state = shared.state.lock();
+            let mut state = shared.lock();
             shared.ensure_driver(&mut state);
         }
         WorkQueue { shared }

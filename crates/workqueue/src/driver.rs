@@ -38,12 +38,15 @@ where
             let Some(shared) = queue.upgrade() else {
                 return;
             };
-            let mut state = shared.state.lock();
+            let mut state = shared.lock();
             if state.core.is_shutting_down() {
                 return;
             }
             let now = Instant::now();
             let queued = state.core.fire_due(now);
+            if queued > 0 {
+                shared.publish_len(&state);
+            }
             state.waiters.notify_many(queued, &mut wakers);
             let mut deadline = state.core.next_due();
             if let Some(metrics) = state.core.metrics() {

@@ -54,7 +54,7 @@ impl<T> Clone for WorkQueue<T> {
 
 impl<T> fmt::Debug for WorkQueue<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = self.shared.state.lock();
+        let state = self.shared.lock();
         f.debug_struct("WorkQueue")
             .field("len", &state.core.len())
             .field("processing", &state.core.processing())
@@ -111,10 +111,11 @@ where
     /// added with meanwhile. Otherwise as [`add`](Self::add).
     pub fn add_with_priority(&self, item: T, priority: i32) {
         let waker = {
-            let mut state = self.shared.state.lock();
+            let mut state = self.shared.lock();
             if !state.core.add(item, priority) {
                 return;
             }
+            self.shared.publish_len(&state);
             state.waiters.notify_one()
         };
         wake(waker);
@@ -142,13 +143,14 @@ where
     pub fn add_after_with_priority(&self, item: T, delay: Duration, priority: i32) {
         let mut waker = None;
         {
-            let mut state = self.shared.state.lock();
+            let mut state = self.shared.lock();
             if state.core.is_shutting_down() {
                 return;
             }
             state.core.record_retry();
             if delay.is_zero() {
                 if state.core.add(item, priority) {
+                    self.shared.publish_len(&state);
                     waker = state.waiters.notify_one();
                 }
             } else {
@@ -211,7 +213,12 @@ where
     /// must call [`done`](Self::done) with it. Returns `None` if nothing is
     /// queued (whether or not the queue is shut down).
     pub fn try_get(&self) -> Option<T> {
-        self.shared.state.lock().core.pop()
+        let mut state = self.shared.lock();
+        let item = state.core.pop();
+        if item.is_some() {
+            self.shared.publish_len(&state);
+        }
+        item
     }
 
     /// Marks `item`, returned earlier by [`get`](Self::get), as finished. If
@@ -222,9 +229,10 @@ where
     /// is waiting; this one does not.)
     pub fn done(&self, item: &T) {
         let (waker, drained) = {
-            let mut state = self.shared.state.lock();
+            let mut state = self.shared.lock();
             let outcome = state.core.done(item);
             let waker = if outcome.requeued {
+                self.shared.publish_len(&state);
                 state.waiters.notify_one()
             } else {
                 None
@@ -241,7 +249,7 @@ where
     /// (even if added again meanwhile) and items waiting for a delay are not
     /// counted, as in client-go.
     pub fn len(&self) -> usize {
-        self.shared.state.lock().core.len()
+        self.shared.len()
     }
 
     /// Whether no item is waiting to be handed out (see [`len`](Self::len)).
@@ -275,7 +283,7 @@ where
             let mut notified = pin!(self.shared.drained.notified());
             notified.as_mut().enable();
             {
-                let state = self.shared.state.lock();
+                let state = self.shared.lock();
                 if state.core.processing() == 0 || !state.core.is_draining() {
                     return;
                 }
@@ -287,7 +295,7 @@ where
     fn start_shutdown(&self, drain: bool) {
         let mut wakers = Vec::new();
         {
-            let mut state = self.shared.state.lock();
+            let mut state = self.shared.lock();
             state.core.shut_down(drain);
             state.waiters.notify_all(&mut wakers);
             if let Some(driver) = state.driver.take() {
@@ -300,7 +308,7 @@ where
     /// Whether [`shut_down`](Self::shut_down) or
     /// [`shut_down_with_drain`](Self::shut_down_with_drain) was called.
     pub fn is_shutting_down(&self) -> bool {
-        self.shared.state.lock().core.is_shutting_down()
+        self.shared.lock().core.is_shutting_down()
     }
 
     /// The queue as a [`Stream`](futures_core::Stream) of items, for

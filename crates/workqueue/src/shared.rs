@@ -4,9 +4,10 @@
 use std::cell::Cell;
 use std::hash::Hash;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll, Waker, ready};
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio::task::coop::{RestoreOnPending, poll_proceed};
@@ -26,6 +27,11 @@ pub(crate) struct State<T> {
 
 /// Shared by every clone of a [`WorkQueue`](crate::WorkQueue).
 pub(crate) struct Shared<T> {
+    /// `core.len()` as of the last change, published under the lock so
+    /// [`len`](Self::len) (which producers call to pace themselves) does
+    /// not compete for it.
+    len: AtomicUsize,
+    /// Locked through [`lock`](Self::lock).
     pub(crate) state: Mutex<State<T>>,
     pub(crate) limiter: Box<dyn RateLimiter<T>>,
     /// Wakes `shut_down_with_drain` when the last in-flight item is done.
@@ -33,6 +39,60 @@ pub(crate) struct Shared<T> {
     /// Wakes the timer task when its deadline moved earlier. Separate from
     /// `Shared` so the task can wait on it without keeping the queue alive.
     pub(crate) timer: Arc<Notify>,
+}
+
+/// Rounds of spinning for a contended lock before blocking on it. Round
+/// `r` pauses `2^min(r, 6)` times and then looks at the lock once: in all
+/// about 1,700 pause instructions, tens of microseconds, before falling back
+/// to `parking_lot`'s blocking lock.
+///
+/// The lock is held for tens of nanoseconds at a time, but when a producer
+/// and workers on different cores hammer it, the other side takes it again
+/// right after releasing it. Blocking then costs system calls and context
+/// switches on both sides (`parking_lot` first yields the thread, then
+/// parks it on a futex, and the holder must wake it), and looking at the
+/// lock often keeps stealing its cache line from the holder. Looking at it
+/// rarely lets the holder run a burst of operations undisturbed, which
+/// measured several times faster under such contention. The spin only
+/// happens under contention, never on an idle queue.
+const LOCK_SPIN_ROUNDS: u32 = 30;
+
+impl<T> Shared<T> {
+    /// Locks the queue's state (see [`LOCK_SPIN_ROUNDS`]).
+    #[inline]
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State<T>> {
+        match self.state.try_lock() {
+            Some(guard) => guard,
+            None => self.lock_contended(),
+        }
+    }
+
+    #[cold]
+    fn lock_contended(&self) -> MutexGuard<'_, State<T>> {
+        for round in 0..LOCK_SPIN_ROUNDS {
+            for _ in 0..(1u32 << round.min(6)) {
+                std::hint::spin_loop();
+            }
+            if !self.state.is_locked()
+                && let Some(guard) = self.state.try_lock()
+            {
+                return guard;
+            }
+        }
+        self.state.lock()
+    }
+
+    /// Number of items waiting, as of the last completed operation.
+    pub(crate) fn len(&self) -> usize {
+        self.len.load(Ordering::Acquire)
+    }
+
+    /// Publishes the queue's length; called under the lock after every
+    /// operation that may have changed it.
+    #[inline]
+    pub(crate) fn publish_len(&self, state: &State<T>) {
+        self.len.store(state.core.len(), Ordering::Release);
+    }
 }
 
 impl<T> Drop for Shared<T> {
@@ -50,6 +110,7 @@ where
     /// Wraps `core`.
     pub(crate) fn new(core: Core<T>, limiter: Box<dyn RateLimiter<T>>) -> Self {
         Self {
+            len: AtomicUsize::new(0),
             state: Mutex::new(State {
                 core,
                 waiters: Waiters::default(),
@@ -95,9 +156,10 @@ where
         slot: &mut Option<usize>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<T>> {
-        let mut state = self.state.lock();
+        let mut state = self.lock();
         let coop = ready!(coop_budget(cx, state.core.len()));
         if let Some(item) = state.core.pop() {
+            self.publish_len(&state);
             if let Some(coop) = coop {
                 coop.made_progress();
             }
@@ -133,7 +195,7 @@ where
             return;
         };
         let waker = {
-            let mut state = self.state.lock();
+            let mut state = self.lock();
             if state.waiters.release(key) && state.core.len() > 0 {
                 state.waiters.notify_one()
             } else {
