@@ -110,3 +110,30 @@ async fn only_the_leader_acts_and_a_stand_by_takes_over() {
     let status = stand_by.wait_exit().await;
     assert!(status.success(), "new leader exit status {status}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_that_loses_its_lease_stops_with_an_error() {
+    let cluster = Cluster::start().await;
+    let leases: Api<Lease> = Api::namespaced(cluster.client(), "default");
+    let kubeconfig = cluster.kubeconfig.path().to_str().unwrap().to_string();
+    let mut leader = candidate("leader", &kubeconfig);
+    leader.wait_for_log("became the leader").await;
+
+    // Someone else takes the lease (as after a long pause of the leader).
+    leases
+        .patch(
+            LEASE,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(serde_json::json!({
+                "spec": {"holderIdentity": "someone-else", "leaseDurationSeconds": 60}
+            })),
+        )
+        .await
+        .unwrap();
+
+    // At its next renewal the leader sees it and stops acting at once.
+    let status = leader.wait_exit().await;
+    assert_eq!(status.code(), Some(1), "exit status {status}");
+    assert!(leader.logged("leader election lost").is_some());
+    assert!(leader.logged("released the lease").is_none());
+}
