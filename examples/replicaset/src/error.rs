@@ -27,6 +27,16 @@ pub enum Error {
         #[source]
         source: SelectorError,
     },
+    /// The owner's selector is empty: it would select (and adopt) every pod
+    /// in the namespace. The API server rejects such owners; this guards
+    /// against servers that do not validate.
+    #[error("{kind} {key}: empty pod selector")]
+    EmptySelector {
+        /// The owner's kind.
+        kind: &'static str,
+        /// The owner's key.
+        key: String,
+    },
     /// The owner's selector does not select the pods its template makes
     /// (or there is no template): the owner would create pods for ever.
     #[error("{kind} {key}: selector does not match template labels")]
@@ -72,6 +82,7 @@ impl Error {
             self,
             Error::InvalidKey(_)
                 | Error::InvalidSelector { .. }
+                | Error::EmptySelector { .. }
                 | Error::SelectorMismatch { .. }
                 | Error::Owner(_)
         )

@@ -373,3 +373,26 @@ async fn replication_controllers_match_orphans_by_their_map_selector() {
     h.pod(&PodSpec::running("legacy").build("orphan"));
     assert_eq!(h.drain_queue(), ["default/legacy"]);
 }
+
+#[tokio::test]
+async fn owner_lookup_by_labels_stays_in_the_namespace_and_skips_empty_selectors() {
+    let h = RsHarness::new();
+    let elsewhere = edit(&replica_set("foo", 1, "web"), |v| {
+        v["metadata"]["namespace"] = json!("other")
+    });
+    let empty = edit(&replica_set("basic", 1, "web"), |v| {
+        v["spec"]["selector"] = json!({})
+    });
+    h.owner(&elsewhere);
+    h.owner(&empty);
+    let pod = PodSpec::running("web").build("p");
+    assert!(h.controller.owners_selecting(&pod).is_empty());
+    h.owner(&replica_set("bar", 1, "web"));
+    let found: Vec<_> = h
+        .controller
+        .owners_selecting(&pod)
+        .iter()
+        .map(|o| o.metadata.name.clone().unwrap())
+        .collect();
+    assert_eq!(found, ["bar"]);
+}

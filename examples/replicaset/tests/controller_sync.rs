@@ -469,6 +469,20 @@ async fn a_selector_not_matching_the_template_is_refused() {
 }
 
 #[tokio::test]
+async fn an_empty_selector_is_refused_instead_of_adopting_everything() {
+    let h = RsHarness::new();
+    let rs = edit(&replica_set("web", 1, "web"), |v| {
+        v["spec"]["selector"] = json!({})
+    });
+    h.owner(&rs);
+    h.pod(&PodSpec::running("anything").build("unrelated"));
+    let err = h.controller.sync("default/web").await.unwrap_err();
+    assert!(matches!(err, Error::EmptySelector { .. }), "{err}");
+    assert!(err.is_terminal());
+    assert_eq!((h.fake.create_count(), h.fake.patch_count()), (0, 0));
+}
+
+#[tokio::test]
 async fn negative_replicas_count_as_zero() {
     let h = RsHarness::new();
     let rs = replica_set("web", -3, "web");

@@ -165,6 +165,7 @@ fn controlled_by(pod: &Pod, uid: &str) -> bool {
 
 /// A running controller, stopped with [`Running::stop`].
 struct Running {
+    registry: prometheus_client::registry::Registry,
     token: CancellationToken,
     task: JoinHandle<Result<(), ctrlkit_replicaset::Error>>,
     factory: SharedInformerFactory,
@@ -190,12 +191,19 @@ fn options(env: &Env, burst: usize) -> ControllerOptions {
 /// do.
 fn start<O: ReplicaOwner>(env: &Env) -> Running {
     let factory = SharedInformerFactory::new(env.client.clone());
-    let controller =
-        Controller::<O>::new(env.client.clone(), &factory, options(env, 500), None).unwrap();
+    let mut registry = prometheus_client::registry::Registry::default();
+    let controller = Controller::<O>::new(
+        env.client.clone(),
+        &factory,
+        options(env, 500),
+        Some(&mut registry),
+    )
+    .unwrap();
     factory.start();
     let token = CancellationToken::new();
     let task = tokio::spawn(controller.run(token.clone()));
     Running {
+        registry,
         token,
         task,
         factory,
@@ -285,6 +293,7 @@ fn start_counting(
     let task = tokio::spawn(controller.run(token.clone()));
     (
         Running {
+            registry: Default::default(),
             token,
             task,
             factory,
@@ -379,6 +388,20 @@ async fn replica_set_creates_reports_status_and_scales_down_not_ready_pods_first
         s["replicas"] == 2 && s["observedGeneration"] == json!(rs.metadata.generation)
     })
     .await;
+
+    // The workqueue and worker metrics were recorded under the queue name.
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &controller.registry).unwrap();
+    assert!(
+        text.contains(r#"workqueue_adds_total{name="replicaset"}"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            r#"controller_runtime_reconcile_total{controller="replicaset",result="success"}"#
+        ),
+        "{text}"
+    );
 
     // Deleting the owner lets the garbage collector remove its pods.
     env.api::<ReplicaSet>()

@@ -118,6 +118,14 @@ impl<O: ReplicaOwner> Shared<O> {
                 return Err(error);
             }
         };
+        if selector.is_everything() {
+            let error = Error::EmptySelector {
+                kind,
+                key: key.to_owned(),
+            };
+            self.warn(owner, "EmptySelector", &error).await;
+            return Err(error);
+        }
         let template_labels = owner
             .template()
             .and_then(|t| t.metadata.as_ref()?.labels.clone())
