@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use crate::WorkQueue;
 use crate::core::Core;
-use crate::metrics::{MetricsProvider, QueueMetrics};
+use crate::metrics::{MetricsProvider, QueueMetrics, new_retries};
+use crate::pending::Pending;
 use crate::rate_limiter::{RateLimiter, default_controller_rate_limiter};
 use crate::shared::Shared;
 
@@ -81,20 +82,22 @@ where
     /// current, this also starts the task that refreshes the
     /// work-in-progress gauges (otherwise the first parked `get` starts it).
     pub fn build(self) -> WorkQueue<T> {
-        let metrics = match (&self.name, &self.metrics) {
-            (Some(name), Some(provider)) if !name.is_empty() => {
-                Some(QueueMetrics::new(provider.as_ref(), name))
-            }
-            _ => None,
+        let (metrics, retries) = match (&self.name, &self.metrics) {
+            (Some(name), Some(provider)) if !name.is_empty() => (
+                Some(QueueMetrics::new(provider.as_ref(), name)),
+                Some(new_retries(provider.as_ref(), name)),
+            ),
+            _ => (None, None),
         };
         let limiter = self
             .limiter
             .unwrap_or_else(|| Box::new(default_controller_rate_limiter()));
-        let shared = Arc::new(Shared::new(Core::new(metrics), limiter));
-        {
-            let mut state = shared.lock();
-            shared.ensure_driver(&mut state);
-        }
+        let shared = Arc::new(Shared::new(
+            Core::new(metrics),
+            Pending::new(retries),
+            limiter,
+        ));
+        shared.ensure_driver();
         WorkQueue { shared }
     }
 }

@@ -2,17 +2,14 @@
 //! operation of [`WorkQueue`](crate::WorkQueue) is one call into [`Core`]
 //! under the queue's mutex.
 //!
-//! The item store ([`Items`]) holds every known item once, with its state
-//! ([`Entry`]); the ready structures ([`Ready`]) and the pending delays
-//! ([`Delays`]) refer to items by cell; a delay superseded by an earlier
-//! one is recognised by its sequence number and skipped when it expires.
+//! The item store ([`Items`]) holds every queued or processing item once,
+//! with its state ([`Entry`](crate::entry::Entry)); the ready structures
+//! ([`Ready`]) refer to items by cell. Items waiting for a delay are kept
+//! elsewhere ([`Pending`](crate::pending::Pending)) and added here when due.
 
 use std::hash::Hash;
 
-use tokio::time::Instant;
-
-use crate::delays::Delays;
-use crate::entry::{PROCESSING, QUEUED, REQUEUE, WAITING};
+use crate::entry::{PROCESSING, QUEUED, REQUEUE};
 use crate::items::{Items, Slot};
 use crate::metrics::QueueMetrics;
 use crate::ready::Ready;
@@ -34,7 +31,6 @@ pub(crate) struct Core<T> {
     queued: usize,
     /// Items handed out and not done.
     processing: usize,
-    delays: Delays,
     shutting_down: bool,
     drain: bool,
     metrics: Option<QueueMetrics<T>>,
@@ -66,13 +62,6 @@ impl<T> Core<T> {
     pub(crate) fn metrics(&self) -> Option<&QueueMetrics<T>> {
         self.metrics.as_ref()
     }
-
-    /// When the timer must fire next: the earliest pending due time
-    /// (possibly of a superseded copy, which only causes an early no-op
-    /// wake-up).
-    pub(crate) fn next_due(&self) -> Option<Instant> {
-        self.delays.next_due()
-    }
 }
 
 impl<T: Hash + Eq + Clone> Core<T> {
@@ -84,7 +73,6 @@ impl<T: Hash + Eq + Clone> Core<T> {
             ready: Ready::default(),
             queued: 0,
             processing: 0,
-            delays: Delays::new(Instant::now()),
             shutting_down: false,
             drain: false,
             metrics,
@@ -204,105 +192,24 @@ impl<T: Hash + Eq + Clone> Core<T> {
         outcome
     }
 
-    /// Counts an `add_after` call in the retries metric (not after
-    /// shutdown, as client-go).
-    pub(crate) fn record_retry(&self) {
-        if !self.shutting_down
-            && let Some(metrics) = &self.metrics
-        {
-            metrics.retry();
-        }
-    }
-
-    /// Schedules `item` to be added with `priority` at `due`. An item that
-    /// already waits keeps the earlier of the two times and the higher of
-    /// the two priorities; the wait is independent of the item being queued
-    /// or processed meanwhile. Returns `true` if `due` became the earliest
-    /// pending time (so the timer must be moved earlier).
-    pub(crate) fn add_at(&mut self, item: T, due: Instant, priority: i32) -> bool {
-        if self.shutting_down {
-            return false;
-        }
-        let (slot, _) = self.items.insert(item);
-        let earliest = self.next_due().is_none_or(|head| due < head);
-        let Some(entry) = self.items.entry_mut(slot) else {
-            return false;
-        };
-        match entry.due {
-            Some(current) => {
-                entry.due_priority = entry.due_priority.max(priority);
-                if due >= current {
-                    return false;
-                }
-            }
-            None => {
-                entry.flags |= WAITING;
-                entry.due_priority = priority;
-            }
-        }
-        entry.due = Some(due);
-        entry.due_seq = self.delays.push(due, slot);
-        earliest
-    }
-
-    /// Adds every waiting item due at or before `now`, in due order.
-    /// Returns how many items were queued (how many `get`s to wake).
-    pub(crate) fn fire_due(&mut self, now: Instant) -> usize {
-        let mut queued = 0;
-        while let Some(delayed) = self.delays.pop_due(now) {
-            let Some(entry) = self.items.entry_mut(delayed.item) else {
-                continue;
-            };
-            if !entry.has(WAITING) || entry.due_seq != delayed.seq {
-                continue; // superseded by an earlier due time
-            }
-            entry.due = None;
-            entry.flags &= !WAITING;
-            let priority = entry.due_priority;
-            if self.add_slot(delayed.item, priority) {
-                queued += 1;
-            }
-        }
-        queued
-    }
-
-    /// Number of `add_after` copies, superseded ones included.
-    #[cfg(test)]
-    pub(crate) fn delayed_copies(&self) -> usize {
-        self.delays.len()
-    }
-
-    /// Number of items stored (queued, processing or waiting).
+    /// Number of items stored (queued or processing).
     #[cfg(test)]
     pub(crate) fn known(&self) -> usize {
         self.items.len()
     }
 
-    /// Starts shutting down: later adds are ignored and waiting delays are
-    /// dropped. Queued items are still handed out. `drain` records whether
-    /// a caller waits for in-flight items; a plain shutdown cancels that.
+    /// Starts shutting down: later adds are ignored. Queued items are
+    /// still handed out. `drain` records whether a caller waits for
+    /// in-flight items; a plain shutdown cancels that.
     pub(crate) fn shut_down(&mut self, drain: bool) {
         self.shutting_down = true;
         self.drain = drain;
-        for delayed in self.delays.take_all() {
-            if let Some(entry) = self.items.entry_mut(delayed.item)
-                && entry.has(WAITING)
-                && entry.due_seq == delayed.seq
-            {
-                entry.flags &= !WAITING;
-                entry.due = None;
-                if entry.flags == 0 {
-                    self.items.remove(delayed.item);
-                }
-            }
-        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     fn core() -> Core<u32> {
         Core::new(None)
@@ -341,38 +248,12 @@ mod tests {
     }
 
     #[test]
-    fn an_earlier_due_time_supersedes_the_pending_copy() {
+    fn shutdown_refuses_adds_but_hands_out_queued_items() {
         let mut core = core();
-        let now = Instant::now();
-        assert!(core.add_at(1, now + Duration::from_secs(5), 0));
-        assert!(
-            !core.add_at(1, now + Duration::from_secs(9), 0),
-            "later: ignored"
-        );
-        assert_eq!(core.delayed_copies(), 1);
-        assert!(core.add_at(1, now + Duration::from_secs(2), 0));
-        assert_eq!(core.delayed_copies(), 2, "the old copy is left to expire");
-        assert_eq!(core.next_due(), Some(now + Duration::from_secs(2)));
-        assert_eq!(core.fire_due(now + Duration::from_secs(3)), 1);
-        assert_eq!(core.fire_due(now + Duration::from_secs(6)), 0, "stale copy");
-        assert_eq!(core.delayed_copies(), 0);
-        assert_eq!(core.pop(), Some(1));
-        core.done(&1);
-        assert_eq!(core.known(), 0);
-    }
-
-    #[test]
-    fn shutdown_drops_delays_and_their_state() {
-        let mut core = core();
-        let now = Instant::now();
-        core.add_at(1, now + Duration::from_secs(1), 0);
         core.add(2, 0);
-        core.add_at(2, now + Duration::from_secs(1), 0);
         core.shut_down(false);
-        assert_eq!(core.delayed_copies(), 0);
-        assert_eq!(core.known(), 1, "only the queued item remains");
         assert!(!core.add(3, 0));
-        assert!(!core.add_at(3, now, 0));
+        assert_eq!(core.known(), 1, "only the queued item remains");
         assert_eq!(core.pop(), Some(2));
         assert_eq!(core.pop(), None);
     }

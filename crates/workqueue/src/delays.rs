@@ -115,13 +115,6 @@ impl Delays {
         Some(delayed)
     }
 
-    /// Removes every copy (shutdown).
-    pub(crate) fn take_all(&mut self) -> impl Iterator<Item = Delayed> + use<> {
-        std::mem::take(&mut self.buckets)
-            .into_values()
-            .flat_map(|bucket| bucket.items)
-    }
-
     /// Number of copies, superseded ones included.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
@@ -156,16 +149,6 @@ mod tests {
         }
         assert_eq!(out, [1, 2, 5, 6, 3, 4]);
         assert_eq!(delays.len(), 0);
-        assert_eq!(delays.next_due(), None);
-    }
-
-    #[test]
-    fn take_all_empties() {
-        let epoch = Instant::now();
-        let mut delays = Delays::new(epoch);
-        delays.push(epoch + Duration::from_secs(5), 1);
-        delays.push(epoch + Duration::from_secs(1), 2);
-        assert_eq!(delays.take_all().count(), 2);
         assert_eq!(delays.next_due(), None);
     }
 }

@@ -2,19 +2,26 @@
 //! due, and refreshes the work-in-progress metrics.
 //!
 //! One task per queue, started lazily on the current tokio runtime by the
-//! first `add_after` with a delay (or the first `get` that parks, or `build`
-//! when the queue records metrics). It sleeps until the earliest due time
-//! in the delay heap with a single `tokio::time::Sleep`, so paused tokio time
-//! drives it in tests, and is told through a `Notify` when an earlier due
-//! time arrives. It holds only a weak reference to the queue between
-//! wake-ups: it ends on shutdown, and is aborted when the last handle of
-//! the queue is dropped.
+//! first `add_after` with a delay (or the first `get` after an `add_after`
+//! made outside a runtime, or `build` when the queue records metrics). It
+//! sleeps until the earliest due time with a single `tokio::time::Sleep`,
+//! so paused tokio time drives it in tests, and is told through a `Notify`
+//! when an earlier due time arrives. It holds only a weak reference to the
+//! queue between wake-ups: it ends on shutdown, and is aborted when the
+//! last handle of the queue is dropped.
+//!
+//! Each wake-up takes every due item out of the delay store under the delay
+//! lock, then adds them to the queue under the main lock in chunks of
+//! [`FIRE_CHUNK`], so workers get the lock between chunks of a large batch.
+//! tokio's timer has a resolution of one millisecond, so an item is handed
+//! out up to about a millisecond after its due time (more when the workers
+//! are behind), never before.
 
 use std::future::poll_fn;
 use std::hash::Hash;
 use std::pin::pin;
 use std::sync::{Arc, Weak};
-use std::task::Poll;
+use std::task::{Poll, Waker};
 
 use tokio::sync::Notify;
 use tokio::time::{Instant, sleep_until};
@@ -22,12 +29,16 @@ use tokio::time::{Instant, sleep_until};
 use crate::metrics::UNFINISHED_WORK_UPDATE_PERIOD;
 use crate::shared::Shared;
 
+/// Due items added to the queue per acquisition of its lock.
+const FIRE_CHUNK: usize = 256;
+
 /// The body of the timer task.
 pub(crate) async fn run<T>(queue: Weak<Shared<T>>, timer: Arc<Notify>)
 where
     T: Eq + Hash + Clone + Send + Sync + 'static,
 {
-    let mut wakers = Vec::new();
+    let mut due: Vec<(T, i32)> = Vec::new();
+    let mut wakers: Vec<Waker> = Vec::new();
     let mut metrics_tick: Option<Instant> = None;
     loop {
         // Registered before the state is read, so an earlier deadline set
@@ -38,28 +49,52 @@ where
             let Some(shared) = queue.upgrade() else {
                 return;
             };
-            let mut state = shared.lock();
-            if state.core.is_shutting_down() {
-                return;
-            }
             let now = Instant::now();
-            let queued = state.core.fire_due(now);
-            if queued > 0 {
-                shared.publish_len(&state);
-            }
-            state.waiters.notify_many(queued, &mut wakers);
-            let mut deadline = state.core.next_due();
-            if let Some(metrics) = state.core.metrics() {
-                let mut tick = *metrics_tick.get_or_insert(now + UNFINISHED_WORK_UPDATE_PERIOD);
-                if tick <= now {
-                    metrics.update_unfinished_work();
-                    tick = now + UNFINISHED_WORK_UPDATE_PERIOD;
-                    metrics_tick = Some(tick);
+            let mut deadline = {
+                let mut pending = shared.pending.lock();
+                if pending.is_closed() {
+                    return;
                 }
-                deadline = Some(deadline.map_or(tick, |due| due.min(tick)));
+                pending.take_due(now, &mut due);
+                pending.next_due()
+            };
+            let mut items = due.drain(..);
+            loop {
+                let mut state = shared.lock();
+                if state.core.is_shutting_down() {
+                    return;
+                }
+                let mut queued = 0;
+                let mut added = 0;
+                for (item, priority) in items.by_ref() {
+                    if state.core.add(item, priority) {
+                        queued += 1;
+                    }
+                    added += 1;
+                    if added == FIRE_CHUNK {
+                        break;
+                    }
+                }
+                if queued > 0 {
+                    shared.publish_len(&state);
+                    state.waiters.notify_many(queued, &mut wakers);
+                }
+                if let Some(metrics) = state.core.metrics() {
+                    let mut tick = *metrics_tick.get_or_insert(now + UNFINISHED_WORK_UPDATE_PERIOD);
+                    if tick <= now {
+                        metrics.update_unfinished_work();
+                        tick = now + UNFINISHED_WORK_UPDATE_PERIOD;
+                        metrics_tick = Some(tick);
+                    }
+                    deadline = Some(deadline.map_or(tick, |due| due.min(tick)));
+                }
+                drop(state);
+                wakers.drain(..).for_each(Waker::wake);
+                if added < FIRE_CHUNK {
+                    break;
+                }
             }
-            drop(state);
-            wakers.drain(..).for_each(|waker| waker.wake());
+            drop(items);
             deadline
         };
         match deadline {

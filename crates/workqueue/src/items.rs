@@ -14,25 +14,44 @@ use hashbrown::{DefaultHashBuilder, HashTable};
 
 use crate::entry::Entry;
 
+/// The state kept with each stored item.
+pub(crate) trait CellState: Copy {
+    /// The state of a fresh or freed cell.
+    fn empty() -> Self;
+    /// Whether nothing refers to the item any more, so
+    /// [`Items::update`] removes it.
+    fn is_empty(&self) -> bool;
+}
+
+impl CellState for Entry {
+    fn empty() -> Self {
+        Entry::empty()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.flags == 0
+    }
+}
+
 /// Number of a cell in the slab.
 pub(crate) type Slot = u32;
 
 const NO_CELL: Slot = Slot::MAX;
 
 #[derive(Debug)]
-struct Cell<T> {
+struct Cell<T, S> {
     /// `None` while the cell is free.
     item: Option<T>,
     hash: u32,
-    entry: Entry,
+    entry: S,
     /// Next free cell, while the cell is free.
     next_free: Slot,
 }
 
-/// Items and their state.
+/// Items and their state (`S`).
 #[derive(Debug)]
-pub(crate) struct Items<T> {
-    cells: Vec<Cell<T>>,
+pub(crate) struct Items<T, S = Entry> {
+    cells: Vec<Cell<T, S>>,
     free: Slot,
     index: HashTable<(Slot, u32)>,
     hasher: DefaultHashBuilder,
@@ -40,7 +59,7 @@ pub(crate) struct Items<T> {
     removals: usize,
 }
 
-impl<T> Default for Items<T> {
+impl<T, S> Default for Items<T, S> {
     fn default() -> Self {
         Self {
             cells: Vec::new(),
@@ -58,9 +77,9 @@ fn widen(hash: u32) -> u64 {
     (u64::from(hash) << 32) | u64::from(hash)
 }
 
-impl<T> Items<T> {
+impl<T, S: CellState> Items<T, S> {
     /// Number of items stored.
-    #[cfg(test)]
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn len(&self) -> usize {
         self.index.len()
     }
@@ -68,12 +87,12 @@ impl<T> Items<T> {
     /// State of the item in `slot`, if the cell exists. A free cell has an
     /// empty state, so stale references to it never validate.
     #[cfg(test)]
-    pub(crate) fn entry(&self, slot: Slot) -> Option<&Entry> {
+    pub(crate) fn entry(&self, slot: Slot) -> Option<&S> {
         self.cells.get(slot as usize).map(|cell| &cell.entry)
     }
 
     /// Mutable state of the item in `slot`.
-    pub(crate) fn entry_mut(&mut self, slot: Slot) -> Option<&mut Entry> {
+    pub(crate) fn entry_mut(&mut self, slot: Slot) -> Option<&mut S> {
         self.cells
             .get_mut(slot as usize)
             .map(|cell| &mut cell.entry)
@@ -84,19 +103,30 @@ impl<T> Items<T> {
         self.cells.get(slot as usize)?.item.as_ref()
     }
 
-    /// Removes the item in `slot` (its state must be empty of flags).
+    /// Removes the item in `slot`.
+    #[cfg(test)]
     pub(crate) fn remove(&mut self, slot: Slot) {
-        let Some(cell) = self.cells.get(slot as usize) else {
-            return;
-        };
-        if cell.item.is_none() {
-            return;
-        }
+        drop(self.take(slot));
+    }
+
+    /// Removes the item in `slot` and returns it.
+    pub(crate) fn take(&mut self, slot: Slot) -> Option<T> {
+        let cell = self.cells.get_mut(slot as usize)?;
+        let item = cell.item.take()?;
         let hash = cell.hash;
         if let Ok(found) = self.index.find_entry(widen(hash), |&(s, _)| s == slot) {
             found.remove();
         }
         self.free_cell(slot);
+        Some(item)
+    }
+
+    /// Removes every item (keeping the allocations).
+    pub(crate) fn clear(&mut self) {
+        self.index.clear();
+        self.cells.clear();
+        self.free = NO_CELL;
+        self.removals = 0;
     }
 
     /// Frees `slot`, already removed from the index.
@@ -108,21 +138,18 @@ impl<T> Items<T> {
     fn free_cell(&mut self, slot: Slot) {
         if let Some(cell) = self.cells.get_mut(slot as usize) {
             cell.item = None;
-            cell.entry = Entry::empty();
+            cell.entry = S::empty();
             cell.next_free = self.free;
             self.free = slot;
         }
         self.removals += 1;
         if self.index.is_empty() && self.removals > self.cells.len() / 2 {
-            self.index.clear();
-            self.cells.clear();
-            self.free = NO_CELL;
-            self.removals = 0;
+            self.clear();
         }
     }
 }
 
-impl<T: Hash + Eq> Items<T> {
+impl<T: Hash + Eq, S: CellState> Items<T, S> {
     fn hash(&self, item: &T) -> u32 {
         let full = self.hasher.hash_one(item);
         (full as u32) ^ ((full >> 32) as u32)
@@ -146,7 +173,7 @@ impl<T: Hash + Eq> Items<T> {
     pub(crate) fn update<R>(
         &mut self,
         item: &T,
-        update: impl FnOnce(Slot, &mut Entry) -> R,
+        update: impl FnOnce(Slot, &mut S) -> R,
     ) -> Option<R> {
         let hash = self.hash(item);
         let cells = &mut self.cells;
@@ -159,7 +186,7 @@ impl<T: Hash + Eq> Items<T> {
         let slot = found.get().0;
         let entry = &mut cells.get_mut(slot as usize)?.entry;
         let result = update(slot, entry);
-        if entry.flags == 0 {
+        if entry.is_empty() {
             found.remove();
             self.free_cell(slot);
         }
@@ -183,7 +210,7 @@ impl<T: Hash + Eq> Items<T> {
         let cell = Cell {
             item: Some(item),
             hash,
-            entry: Entry::empty(),
+            entry: S::empty(),
             next_free: NO_CELL,
         };
         let slot = if self.free == NO_CELL {
@@ -207,7 +234,7 @@ mod tests {
 
     #[test]
     fn insert_find_remove_and_reuse() {
-        let mut items = Items::default();
+        let mut items = Items::<String>::default();
         let (a, fresh) = items.insert("a".to_string());
         assert!(fresh);
         let (b, _) = items.insert("b".to_string());
@@ -228,7 +255,7 @@ mod tests {
 
     #[test]
     fn many_items_survive_growth() {
-        let mut items = Items::default();
+        let mut items = Items::<u64>::default();
         let slots: Vec<_> = (0..10_000u64).map(|i| items.insert(i).0).collect();
         for (i, slot) in slots.iter().enumerate() {
             assert_eq!(items.find(&(i as u64)), Some(*slot));

@@ -146,6 +146,7 @@ mod driver;
 mod entry;
 mod items;
 pub mod metrics;
+mod pending;
 #[cfg(feature = "prometheus")]
 #[cfg_attr(docsrs, doc(cfg(feature = "prometheus")))]
 mod prometheus;

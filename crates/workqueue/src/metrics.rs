@@ -105,13 +105,13 @@ pub(crate) struct QueueMetrics<T> {
     work_duration: Box<dyn HistogramMetric>,
     unfinished: Box<dyn SettableGaugeMetric>,
     longest: Box<dyn SettableGaugeMetric>,
-    retries: Box<dyn CounterMetric>,
     added_at: HashMap<T, Instant>,
     started_at: HashMap<T, Instant>,
 }
 
 impl<T: Hash + Eq + Clone> QueueMetrics<T> {
-    /// Creates the seven metrics of queue `name`.
+    /// Creates the metrics of queue `name`, all but the retries counter,
+    /// which the delay store keeps (see [`new_retries`]).
     pub(crate) fn new(provider: &dyn MetricsProvider, name: &str) -> Self {
         Self {
             depth: provider.new_depth_metric(name),
@@ -120,7 +120,6 @@ impl<T: Hash + Eq + Clone> QueueMetrics<T> {
             work_duration: provider.new_work_duration_metric(name),
             unfinished: provider.new_unfinished_work_seconds_metric(name),
             longest: provider.new_longest_running_processor_seconds_metric(name),
-            retries: provider.new_retries_metric(name),
             added_at: HashMap::new(),
             started_at: HashMap::new(),
         }
@@ -152,11 +151,6 @@ impl<T: Hash + Eq + Clone> QueueMetrics<T> {
         }
     }
 
-    /// An `add_after` before shutdown.
-    pub(crate) fn retry(&self) {
-        self.retries.inc();
-    }
-
     /// Refreshes the two work-in-progress gauges.
     pub(crate) fn update_unfinished_work(&self) {
         let now = Instant::now();
@@ -170,6 +164,12 @@ impl<T: Hash + Eq + Clone> QueueMetrics<T> {
         self.unfinished.set(total);
         self.longest.set(longest);
     }
+}
+
+/// The retries counter of queue `name` (counted by the delay store, which
+/// `add_after` uses without the queue's lock).
+pub(crate) fn new_retries(provider: &dyn MetricsProvider, name: &str) -> Box<dyn CounterMetric> {
+    provider.new_retries_metric(name)
 }
 
 fn seconds(now: Instant, then: Instant) -> f64 {

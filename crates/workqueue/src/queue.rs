@@ -141,28 +141,36 @@ where
     /// [`add_after`](Self::add_after) with a priority. If the item already
     /// waits for a delay, it keeps the higher of the two priorities.
     pub fn add_after_with_priority(&self, item: T, delay: Duration, priority: i32) {
-        let mut waker = None;
-        {
-            let mut state = self.shared.lock();
-            if state.core.is_shutting_down() {
-                return;
-            }
-            state.core.record_retry();
-            if delay.is_zero() {
-                if state.core.add(item, priority) {
-                    self.shared.publish_len(&state);
-                    waker = state.waiters.notify_one();
+        if delay.is_zero() {
+            {
+                let pending = self.shared.pending.lock();
+                if pending.is_closed() {
+                    return;
                 }
-            } else {
-                let now = Instant::now();
-                let due = now.checked_add(delay).unwrap_or_else(|| far_future(now));
-                if state.core.add_at(item, due, priority) {
-                    self.shared.timer.notify_one();
-                }
-                self.shared.ensure_driver(&mut state);
+                pending.record_retry();
             }
+            let waker = {
+                let mut state = self.shared.lock();
+                if !state.core.add(item, priority) {
+                    return;
+                }
+                self.shared.publish_len(&state);
+                state.waiters.notify_one()
+            };
+            wake(waker);
+            return;
         }
-        wake(waker);
+        let now = Instant::now();
+        let due = now.checked_add(delay).unwrap_or_else(|| far_future(now));
+        let mut pending = self.shared.pending.lock();
+        if pending.is_closed() {
+            return;
+        }
+        pending.record_retry();
+        if pending.add_at(item, due, priority) {
+            self.shared.timer.notify_one();
+        }
+        self.shared.ensure_driver_locked(&mut pending);
     }
 
     /// Queues `item` after the delay the rate limiter chooses for it
@@ -298,7 +306,11 @@ where
             let mut state = self.shared.lock();
             state.core.shut_down(drain);
             state.waiters.notify_all(&mut wakers);
-            if let Some(driver) = state.driver.take() {
+        }
+        {
+            let mut pending = self.shared.pending.lock();
+            pending.close();
+            if let Some(driver) = pending.driver.take() {
                 driver.abort();
             }
         }

@@ -4,25 +4,23 @@
 use std::cell::Cell;
 use std::hash::Hash;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::task::{Context, Poll, Waker, ready};
 
 use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::Notify;
-use tokio::task::JoinHandle;
 use tokio::task::coop::{RestoreOnPending, poll_proceed};
 
 use crate::core::Core;
 use crate::driver;
+use crate::pending::Pending;
 use crate::rate_limiter::RateLimiter;
 use crate::waiters::Waiters;
 
-/// Everything behind the queue's one mutex.
+/// Everything behind the queue's main lock.
 pub(crate) struct State<T> {
     pub(crate) core: Core<T>,
     pub(crate) waiters: Waiters,
-    /// The timer task, once started (see [`driver`]).
-    pub(crate) driver: Option<JoinHandle<()>>,
 }
 
 /// Shared by every clone of a [`WorkQueue`](crate::WorkQueue).
@@ -33,6 +31,16 @@ pub(crate) struct Shared<T> {
     len: AtomicUsize,
     /// Locked through [`lock`](Self::lock).
     pub(crate) state: Mutex<State<T>>,
+    /// Items waiting for a delay, under their own lock (see
+    /// [`crate::pending`]). Never locked while `state` is held by the same
+    /// thread, nor the other way round.
+    pub(crate) pending: Mutex<Pending<T>>,
+    /// The queue records metrics (so the timer task must run even without
+    /// delays, to refresh the work-in-progress gauges).
+    has_metrics: bool,
+    /// The timer task is needed but could not be started (no tokio runtime
+    /// was current): the next `get` tries again.
+    driver_wanted: AtomicBool,
     pub(crate) limiter: Box<dyn RateLimiter<T>>,
     /// Wakes `shut_down_with_drain` when the last in-flight item is done.
     pub(crate) drained: Notify,
@@ -97,7 +105,7 @@ impl<T> Shared<T> {
 
 impl<T> Drop for Shared<T> {
     fn drop(&mut self) {
-        if let Some(driver) = self.state.get_mut().driver.take() {
+        if let Some(driver) = self.pending.get_mut().driver.take() {
             driver.abort();
         }
     }
@@ -107,15 +115,21 @@ impl<T> Shared<T>
 where
     T: Eq + Hash + Clone + Send + Sync + 'static,
 {
-    /// Wraps `core`.
-    pub(crate) fn new(core: Core<T>, limiter: Box<dyn RateLimiter<T>>) -> Self {
+    /// Wraps `core` and `pending`.
+    pub(crate) fn new(
+        core: Core<T>,
+        pending: Pending<T>,
+        limiter: Box<dyn RateLimiter<T>>,
+    ) -> Self {
         Self {
             len: AtomicUsize::new(0),
+            has_metrics: core.metrics().is_some(),
             state: Mutex::new(State {
                 core,
                 waiters: Waiters::default(),
-                driver: None,
             }),
+            pending: Mutex::new(pending),
+            driver_wanted: AtomicBool::new(false),
             limiter,
             drained: Notify::new(),
             timer: Arc::new(Notify::new()),
@@ -124,22 +138,40 @@ where
 
     /// Starts the timer task on the current tokio runtime if the queue needs
     /// one (delayed items or metrics) and none runs. Outside a runtime it
-    /// does nothing; the next call from inside one starts it.
-    pub(crate) fn ensure_driver(self: &Arc<Self>, state: &mut State<T>) {
-        let needed = state.core.next_due().is_some() || state.core.metrics().is_some();
-        if !needed || state.core.is_shutting_down() {
+    /// only records that the task is wanted; the next `get` from inside one
+    /// starts it.
+    pub(crate) fn ensure_driver(self: &Arc<Self>) {
+        let mut pending = self.pending.lock();
+        self.ensure_driver_locked(&mut pending);
+    }
+
+    /// [`ensure_driver`](Self::ensure_driver) with the delay lock held.
+    pub(crate) fn ensure_driver_locked(self: &Arc<Self>, pending: &mut Pending<T>) {
+        let needed = pending.next_due().is_some() || self.has_metrics;
+        if !needed || pending.is_closed() {
             return;
         }
-        if state
+        if pending
             .driver
             .as_ref()
             .is_some_and(|task| !task.is_finished())
         {
             return;
         }
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            let task = driver::run(Arc::downgrade(self), Arc::clone(&self.timer));
-            state.driver = Some(runtime.spawn(task));
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                let task = driver::run(Arc::downgrade(self), Arc::clone(&self.timer));
+                pending.driver = Some(runtime.spawn(task));
+                self.driver_wanted.store(false, Ordering::Relaxed);
+            }
+            Err(_) => self.driver_wanted.store(true, Ordering::Relaxed),
+        }
+    }
+
+    /// Starts the timer task if an earlier attempt found no runtime.
+    fn retry_driver(self: &Arc<Self>) {
+        if self.driver_wanted.load(Ordering::Relaxed) {
+            self.ensure_driver();
         }
     }
 
@@ -166,11 +198,10 @@ where
             if let Some(key) = slot.take() {
                 state.waiters.release(key);
             }
+            drop(state);
             // A queue with metrics built outside a runtime whose workers
             // never park still gets its gauge refresher.
-            if state.driver.is_none() && state.core.metrics().is_some() {
-                self.ensure_driver(&mut state);
-            }
+            self.retry_driver();
             return Poll::Ready(Some(item));
         }
         if state.core.is_shutting_down() {
@@ -183,7 +214,8 @@ where
             Some(key) => state.waiters.rearm(*key, cx.waker()),
             None => *slot = Some(state.waiters.register(cx.waker())),
         }
-        self.ensure_driver(&mut state);
+        drop(state);
+        self.retry_driver();
         Poll::Pending
     }
 
