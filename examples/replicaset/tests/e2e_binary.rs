@@ -87,6 +87,27 @@ fn unreadable_kubeconfig_is_a_clear_error_not_a_panic() {
 }
 
 #[test]
+fn no_cluster_configuration_at_all_says_where_it_looked() {
+    let home = tempfile::tempdir().unwrap();
+    let output = Command::new(BIN)
+        .args(["--metrics-addr", "0", "--health-addr", "0"])
+        .env_remove("KUBECONFIG")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .env_remove("KUBERNETES_SERVICE_PORT")
+        .env("HOME", home.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("no Kubernetes configuration found"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--kubeconfig"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
 fn invalid_flags_are_rejected_with_usage_errors() {
     for (args, needle) in [
         (&["--workers", "0"][..], "at least 1"),
