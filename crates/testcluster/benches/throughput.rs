@@ -101,6 +101,44 @@ async fn create_pods(client: &Client, ns: &str, prefix: &str) -> f64 {
     PODS as f64 / start.elapsed().as_secs_f64()
 }
 
+/// Create `PODS` pods over raw HTTP from `TASKS` tasks: bodies serialized
+/// up front and responses not decoded, so this is mostly the server's cost.
+async fn create_pods_raw(client: &Client, ns: &str, prefix: &str) -> f64 {
+    let bodies: Vec<Vec<u8>> = (0..PODS)
+        .map(|i| {
+            let mut p = serde_json::to_value(pod(&format!("{prefix}-{i}"), "none")).unwrap();
+            p["metadata"]
+                .as_object_mut()
+                .unwrap()
+                .remove("ownerReferences");
+            serde_json::to_vec(&p).unwrap()
+        })
+        .collect();
+    let bodies = Arc::new(bodies);
+    let start = Instant::now();
+    let mut handles = Vec::new();
+    for t in 0..TASKS {
+        let client = client.clone();
+        let bodies = bodies.clone();
+        let path = format!("/api/v1/namespaces/{ns}/pods");
+        handles.push(tokio::spawn(async move {
+            for i in (t..PODS).step_by(TASKS) {
+                let req = http::Request::post(path.as_str())
+                    .header("content-type", "application/json")
+                    .body(kube::client::Body::from(bodies[i].clone()))
+                    .unwrap();
+                let resp = client.send(req).await.unwrap();
+                assert_eq!(resp.status(), http::StatusCode::CREATED);
+                resp.into_body().collect().await.unwrap();
+            }
+        }));
+    }
+    for h in handles {
+        h.await.unwrap();
+    }
+    PODS as f64 / start.elapsed().as_secs_f64()
+}
+
 /// Count watch frames on a raw HTTP watch until `want` were received.
 async fn raw_watch(client: Client, path: String, want: usize) {
     let req = http::Request::get(path)
@@ -150,6 +188,18 @@ fn main() {
             "{}",
             json!({"bench": "memory_per_stored_pod", "rss_delta_bytes_per_pod": (rss_after.saturating_sub(rss_before)) / PODS as u64,
                    "note": "process RSS delta over 10,000 creates; includes the watch history entry per create and client-side garbage"})
+        );
+
+        // 1b. The same over raw HTTP (no client-side serde): the server's rate.
+        let n: Namespace = serde_json::from_value(json!({"metadata": {"name": "bench-raw"}})).unwrap();
+        namespaces.create(&PostParams::default(), &n).await.unwrap();
+        let cpu = cpu_seconds();
+        let rate_raw = create_pods_raw(&client, "bench-raw", "r").await;
+        let cpu = cpu_seconds() - cpu;
+        println!(
+            "{}",
+            json!({"bench": "create_pods_raw_http", "tasks": TASKS, "pods": PODS, "stored_before": PODS, "creates_per_sec": rate_raw.round(),
+                   "process_cpu_sec": cpu, "creates_per_process_cpu_sec": (PODS as f64 / cpu).round()})
         );
 
         // 2. Live watch delivery: 10 kube-client watchers while 10,000 more pods are created.

@@ -219,8 +219,14 @@ impl Api {
             .map(str::to_string);
         let explicit = !name_of(&body).is_empty();
         let attempts = if explicit || generate.is_none() { 1 } else { 8 };
-        for _ in 0..attempts {
-            let mut obj = body.clone();
+        let mut body = Some(body);
+        for attempt in 0..attempts {
+            // Clone only when another attempt may follow.
+            let mut obj = if attempt + 1 < attempts {
+                body.clone().unwrap_or_default()
+            } else {
+                body.take().unwrap_or_default()
+            };
             if !explicit && let Some(base) = &generate {
                 let base: String = base.chars().take(58).collect();
                 semantics::meta_mut(&mut obj).insert(

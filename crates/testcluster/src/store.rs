@@ -137,6 +137,23 @@ fn frame(kind: EventType, object_json: &[u8]) -> Bytes {
     Bytes::from(buf)
 }
 
+/// Serialize `value` into a watch frame of type `kind`; returns the frame
+/// and the slice of it holding the object.
+fn frame_with_object(kind: EventType, value: &Value) -> (Bytes, Bytes) {
+    let mut buf = Vec::with_capacity(1024);
+    buf.extend_from_slice(b"{\"type\":\"");
+    buf.extend_from_slice(kind.as_str().as_bytes());
+    buf.extend_from_slice(b"\",\"object\":");
+    let start = buf.len();
+    // Serializing a `Value` into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut buf, value);
+    let end = buf.len();
+    buf.extend_from_slice(b"}\n");
+    let frame = Bytes::from(buf);
+    let object = frame.slice(start..end);
+    (frame, object)
+}
+
 /// A watch frame for `object` with the given event type.
 pub(crate) fn event_frame(kind: EventType, object: &Stored) -> Bytes {
     frame(kind, &object.json)
@@ -272,7 +289,9 @@ impl Store {
             if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
                 meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
             }
-            let json = Bytes::from(serde_json::to_vec(&value).unwrap_or_default());
+            // Serialize once, straight into the watch frame; the stored
+            // JSON is a zero-copy slice of it.
+            let (ev_frame, json) = frame_with_object(kind, &value);
             let stored = Arc::new(Stored {
                 value,
                 json,
@@ -280,7 +299,6 @@ impl Store {
                 owners,
             });
             inner.rv = rv;
-            let ev_frame = event_frame(kind, &stored);
             inner.reindex(resource, key, current.as_deref(), kind, &stored);
             if kind == EventType::Deleted {
                 inner.tables[resource].remove(key);
