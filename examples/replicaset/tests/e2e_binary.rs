@@ -6,7 +6,10 @@ mod process;
 
 use std::process::Command;
 
+use k8s_openapi::api::core::v1::ReplicationController;
+use kube::api::{Api, ApiResource, DynamicObject, PostParams};
 use process::{Cluster, Process, create_replicaset, http_get, metric_sum, wait_converged};
+use serde_json::json;
 
 const BIN: &str = env!("CARGO_BIN_EXE_replicaset-controller");
 
@@ -152,4 +155,58 @@ fn help_explains_every_flag() {
     ] {
         assert!(help.contains(flag), "--help lacks {flag}:\n{help}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replication_controller_binary_converges_a_replication_controller() {
+    let cluster = Cluster::start().await;
+    let kubeconfig = cluster.kubeconfig.path().to_str().unwrap().to_string();
+    let mut controller = Process::spawn(
+        "rc-controller",
+        env!("CARGO_BIN_EXE_replication-controller"),
+        &[
+            "--kubeconfig",
+            &kubeconfig,
+            "--namespace",
+            "default",
+            "--metrics-addr",
+            "0",
+            "--health-addr",
+            "127.0.0.1:0",
+        ],
+    );
+    controller
+        .wait_for_log("serving /healthz and /readyz")
+        .await;
+    assert!(controller.logged("serving /metrics").is_none());
+
+    let client = cluster.client();
+    let resource = ApiResource::erase::<ReplicationController>(&());
+    let rcs: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &resource);
+    let rc: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "v1",
+        "kind": "ReplicationController",
+        "metadata": {"name": "legacy", "namespace": "default"},
+        "spec": {
+            "replicas": 2,
+            "selector": {"app": "legacy"},
+            "template": {
+                "metadata": {"labels": {"app": "legacy"}},
+                "spec": {"containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10"}]}
+            }
+        }
+    }))
+    .unwrap();
+    rcs.create(&PostParams::default(), &rc).await.unwrap();
+    process::eventually("rc/legacy to report 2 ready replicas", || async {
+        let rc = rcs.get("legacy").await.ok()?;
+        let ready = rc.data.pointer("/status/readyReplicas")?.as_u64()?;
+        (ready == 2).then_some(())
+    })
+    .await;
+    assert_eq!(process::pod_count(&client, "default", "legacy").await, 2);
+
+    controller.sigterm();
+    let status = controller.wait_exit().await;
+    assert!(status.success(), "exit status {status}");
 }
