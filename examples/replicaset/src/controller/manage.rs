@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use ctrlkit_batch::{SLOW_START_INITIAL_BATCH_SIZE, slow_start_batch};
 use ctrlkit_podcontrol::pod::is_pod_active;
-use ctrlkit_podcontrol::ranking::pods_to_delete;
+use ctrlkit_podcontrol::ranking::{
+    ActivePodsWithRanks, deletion_age_ratios, rank_by_related_pods_on_same_node,
+};
 use ctrlkit_refmanager::OwnerMeta;
 use futures::future::join_all;
 use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
@@ -100,8 +102,7 @@ impl<O: ReplicaOwner> Shared<O> {
         active: Vec<Arc<Pod>>,
         count: usize,
     ) -> Result<(), Error> {
-        let related = self.related_pods(owner.as_ref());
-        let victims = pods_to_delete(active, &related, count, Timestamp::now());
+        let victims = self.choose_victims(owner.as_ref(), active, count);
         let victim_keys: Vec<String> = victims.iter().map(pod_key).collect();
         // Set before the deletes, by key, so a pod seen terminating and then
         // gone counts once.
@@ -130,6 +131,27 @@ impl<O: ReplicaOwner> Shared<O> {
             Some(error) => Err(Error::DeletePods(error)),
             None => Ok(()),
         }
+    }
+
+    /// The `count` pods to delete, most deletable first (upstream's
+    /// `getPodsToDelete`): ranked by co-location with related pods and
+    /// sorted only when not every pod goes. Records the age-ratio metric of
+    /// a ranked scale-down.
+    fn choose_victims(&self, owner: &O, active: Vec<Arc<Pod>>, count: usize) -> Vec<Arc<Pod>> {
+        if count >= active.len() {
+            return active;
+        }
+        let related = self.related_pods(owner);
+        let ranks = rank_by_related_pods_on_same_node(&active, &related);
+        let now = Timestamp::now();
+        let mut ranked = ActivePodsWithRanks::new(active, ranks, now);
+        ranked.sort();
+        let mut sorted = ranked.into_pods();
+        if let Some(metrics) = &self.metrics {
+            metrics.observe_deletion_age_ratios(&deletion_age_ratios(&sorted, count, now));
+        }
+        sorted.truncate(count);
+        sorted
     }
 
     /// Pods of the owners that share this owner's controller (for a

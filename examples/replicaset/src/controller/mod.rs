@@ -76,6 +76,7 @@ pub(crate) struct Shared<O: ReplicaOwner> {
     pub(crate) owner_client: Arc<dyn OwnerClient<O>>,
     pub(crate) burst_replicas: usize,
     pub(crate) recorder: Option<Recorder>,
+    pub(crate) metrics: Option<ControllerMetrics>,
 }
 
 /// A controller that keeps each owner's (ReplicaSet's or
@@ -168,7 +169,7 @@ impl<O: ReplicaOwner> Controller<O> {
         if let Some(metrics) = &metrics {
             queue = queue.metrics_provider(metrics.queue_provider());
         }
-        let mut this = Self::assemble(
+        Ok(Self::assemble(
             pods,
             owners,
             pod_control,
@@ -176,9 +177,8 @@ impl<O: ReplicaOwner> Controller<O> {
             &options,
             queue.build(),
             Some(recorder),
-        );
-        this.metrics = metrics;
-        Ok(this)
+            metrics,
+        ))
     }
 
     /// A controller over informers, pod control and owner client you
@@ -202,9 +202,11 @@ impl<O: ReplicaOwner> Controller<O> {
             &options,
             WorkQueue::new(),
             None,
+            None,
         )
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn assemble(
         pods: Informer<Pod>,
         owners: Informer<O>,
@@ -213,6 +215,7 @@ impl<O: ReplicaOwner> Controller<O> {
         options: &ControllerOptions,
         queue: WorkQueue<String>,
         recorder: Option<Recorder>,
+        metrics: Option<ControllerMetrics>,
     ) -> Self {
         pods.add_index_if_absent(BY_CONTROLLER_UID, index_by_controller_uid);
         owners.add_index_if_absent(BY_CONTROLLER_UID, index_by_controller_uid);
@@ -225,6 +228,7 @@ impl<O: ReplicaOwner> Controller<O> {
             owner_client,
             burst_replicas: options.burst_replicas.max(1),
             recorder,
+            metrics: metrics.clone(),
         });
         owners.add_event_handler(handlers::OwnerHandler(Arc::clone(&shared)));
         pods.add_event_handler(handlers::PodHandler(Arc::clone(&shared)));
@@ -233,7 +237,7 @@ impl<O: ReplicaOwner> Controller<O> {
             pod_informer: pods,
             owner_informer: owners,
             workers: options.workers.max(1),
-            metrics: None,
+            metrics,
         }
     }
 
