@@ -215,12 +215,9 @@ where
     let outcome = tokio::select! {
         held = keep_lease => held,
         finished = &mut workers => {
-            // The controller stopped on its own: report why.
-            return match finished {
-                Ok(Ok(())) => Ok(()),
-                Ok(Err(error)) => Err(OpsError::Controller(error.to_string())),
-                Err(join) => Err(OpsError::Controller(join.to_string())),
-            };
+            // The controller stopped on its own: hand over, report why.
+            release(elector.as_ref()).await;
+            return controller_result(finished);
         }
     };
     workers_stop.cancel();
@@ -230,16 +227,27 @@ where
         return Err(lost);
     }
     tracing::info!(controller = %settings.name, "draining in-flight syncs");
-    let drained = match workers.await {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(error)) => Err(OpsError::Controller(error.to_string())),
-        Err(join) => Err(OpsError::Controller(join.to_string())),
-    };
-    if let Some(elector) = &elector {
+    let drained = controller_result(workers.await);
+    release(elector.as_ref()).await;
+    drained
+}
+
+/// Releases the lease (if leading) so a stand-by takes over at once.
+async fn release(elector: Option<&LeaderElector>) {
+    if let Some(elector) = elector {
         match elector.release().await {
             Ok(()) => tracing::info!("released the lease"),
             Err(error) => tracing::warn!(%error, "could not release the lease; it will expire"),
         }
     }
-    drained
+}
+
+fn controller_result<E: Display>(
+    joined: Result<Result<(), E>, tokio::task::JoinError>,
+) -> Result<(), OpsError> {
+    match joined {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(error)) => Err(OpsError::Controller(error.to_string())),
+        Err(join) => Err(OpsError::Controller(join.to_string())),
+    }
 }
