@@ -25,9 +25,10 @@ fn candidate(name: &str, kubeconfig: &str) -> Process {
             LEASE,
             "--lease-namespace",
             "default",
-            // Short leases keep the test quick.
+            // Short leases keep the test quick; 4 s between the renewal and
+            // the expiry leave room for a loaded machine.
             "--lease-duration",
-            "3",
+            "6",
             "--renew-deadline",
             "2",
             "--metrics-addr",

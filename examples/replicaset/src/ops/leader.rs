@@ -98,8 +98,10 @@ pub fn default_identity() -> String {
 ///
 /// Typical use: [`acquire`](Self::acquire) after the informer caches are
 /// warm; run the workers while [`hold`](Self::hold) keeps the lease; on
-/// shutdown stop the workers, then [`release`](Self::release) so a
-/// stand-by takes over at once instead of waiting for expiry.
+/// shutdown stop the workers, then [`release`](Self::release) so the
+/// lease is free when a stand-by next looks. (kube-lease-manager's
+/// stand-bys sleep until the lease they saw expires, so a takeover takes up
+/// to `lease_duration` even after a release.)
 #[derive(Debug)]
 pub struct LeaderElector {
     manager: LeaseManager,
@@ -181,8 +183,8 @@ impl LeaderElector {
         }
     }
 
-    /// Gives the lease up if this process holds it, so a stand-by can
-    /// take over immediately. Harmless when not leading.
+    /// Gives the lease up if this process holds it, so a stand-by finds it
+    /// free the next time it looks. Harmless when not leading.
     pub async fn release(&self) -> Result<(), OpsError> {
         self.manager
             .release()

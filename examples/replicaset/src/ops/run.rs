@@ -232,7 +232,7 @@ where
     drained
 }
 
-/// Releases the lease (if leading) so a stand-by takes over at once.
+/// Releases the lease (if leading), handing over to a stand-by.
 async fn release(elector: Option<&LeaderElector>) {
     if let Some(elector) = elector {
         match elector.release().await {
