@@ -59,8 +59,8 @@ pub struct ControllerArgs {
     pub lease_namespace: String,
 
     /// How long a lease stays valid after a renewal; a stand-by takes over
-    /// at most this long after the leader disappears. Whole seconds: "15"
-    /// or "15s".
+    /// at most this long after the leader's last renewal. Whole seconds:
+    /// "15" or "15s".
     #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = parse_seconds)]
     pub lease_duration: Duration,
 
@@ -69,8 +69,8 @@ pub struct ControllerArgs {
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_seconds)]
     pub renew_deadline: Duration,
 
-    /// Where to serve Prometheus metrics on /metrics, as HOST:PORT (or
-    /// :PORT for all interfaces; port 0 picks a free port and logs it).
+    /// Where to serve Prometheus metrics on /metrics, as IP:PORT (or :PORT
+    /// for all interfaces; port 0 picks a free port and logs it).
     /// "0" or "" disables the endpoint.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
     pub metrics_addr: ListenAddr,
