@@ -32,13 +32,92 @@ use crate::shared::Shared;
 /// Due items added to the queue per acquisition of its lock.
 const FIRE_CHUNK: usize = 256;
 
+/// Buffers for moving due items, reused between firings.
+pub(crate) struct Firing<T> {
+    due: Vec<(T, i32)>,
+    wakers: Vec<Waker>,
+}
+
+impl<T> Default for Firing<T> {
+    fn default() -> Self {
+        Self {
+            due: Vec::new(),
+            wakers: Vec::new(),
+        }
+    }
+}
+
+/// What a firing found.
+pub(crate) enum Fired {
+    /// The queue is shutting down: the timer task should end.
+    Closed,
+    /// Another thread is firing right now (only when not told to wait).
+    Busy,
+    /// Done; the earliest pending due time after it.
+    Next(Option<Instant>),
+}
+
+/// Moves every item due at `now` from the delay store into the queue: takes
+/// them out under the delay lock, then adds them under the main lock in
+/// chunks of [`FIRE_CHUNK`] and wakes a parked `get` per queued item. Only
+/// one thread fires at a time; with `wait` false a second one returns
+/// [`Fired::Busy`] at once instead of waiting for the first.
+pub(crate) fn fire_due<T>(shared: &Shared<T>, now: Instant, wait: bool) -> Fired
+where
+    T: Eq + Hash + Clone + Send + Sync + 'static,
+{
+    let mut firing = if wait {
+        crate::shared::lock(&shared.firing)
+    } else {
+        match shared.firing.try_lock() {
+            Some(firing) => firing,
+            None => return Fired::Busy,
+        }
+    };
+    let Firing { due, wakers } = &mut *firing;
+    let next = {
+        let mut pending = shared.lock_pending();
+        if pending.is_closed() {
+            return Fired::Closed;
+        }
+        pending.take_due(now, due);
+        shared.publish_next_due(&pending);
+        pending.next_due()
+    };
+    let mut items = due.drain(..);
+    loop {
+        let mut state = shared.lock();
+        if state.core.is_shutting_down() {
+            return Fired::Closed;
+        }
+        let mut queued = 0;
+        let mut added = 0;
+        for (item, priority) in items.by_ref() {
+            if state.core.add(item, priority) {
+                queued += 1;
+            }
+            added += 1;
+            if added == FIRE_CHUNK {
+                break;
+            }
+        }
+        if queued > 0 {
+            shared.publish_len(&state);
+            state.waiters.notify_many(queued, wakers);
+        }
+        drop(state);
+        wakers.drain(..).for_each(Waker::wake);
+        if added < FIRE_CHUNK {
+            return Fired::Next(next);
+        }
+    }
+}
+
 /// The body of the timer task.
 pub(crate) async fn run<T>(queue: Weak<Shared<T>>, timer: Arc<Notify>)
 where
     T: Eq + Hash + Clone + Send + Sync + 'static,
 {
-    let mut due: Vec<(T, i32)> = Vec::new();
-    let mut wakers: Vec<Waker> = Vec::new();
     let mut metrics_tick: Option<Instant> = None;
     loop {
         // Registered before the state is read, so an earlier deadline set
@@ -50,51 +129,21 @@ where
                 return;
             };
             let now = Instant::now();
-            let mut deadline = {
-                let mut pending = shared.pending.lock();
-                if pending.is_closed() {
-                    return;
-                }
-                pending.take_due(now, &mut due);
-                pending.next_due()
+            let mut deadline = match fire_due(&shared, now, true) {
+                Fired::Closed => return,
+                Fired::Busy => shared.lock_pending().next_due(),
+                Fired::Next(next) => next,
             };
-            let mut items = due.drain(..);
-            loop {
-                let mut state = shared.lock();
-                if state.core.is_shutting_down() {
-                    return;
+            let state = shared.lock();
+            if let Some(metrics) = state.core.metrics() {
+                let mut tick = *metrics_tick.get_or_insert(now + UNFINISHED_WORK_UPDATE_PERIOD);
+                if tick <= now {
+                    metrics.update_unfinished_work();
+                    tick = now + UNFINISHED_WORK_UPDATE_PERIOD;
+                    metrics_tick = Some(tick);
                 }
-                let mut queued = 0;
-                let mut added = 0;
-                for (item, priority) in items.by_ref() {
-                    if state.core.add(item, priority) {
-                        queued += 1;
-                    }
-                    added += 1;
-                    if added == FIRE_CHUNK {
-                        break;
-                    }
-                }
-                if queued > 0 {
-                    shared.publish_len(&state);
-                    state.waiters.notify_many(queued, &mut wakers);
-                }
-                if let Some(metrics) = state.core.metrics() {
-                    let mut tick = *metrics_tick.get_or_insert(now + UNFINISHED_WORK_UPDATE_PERIOD);
-                    if tick <= now {
-                        metrics.update_unfinished_work();
-                        tick = now + UNFINISHED_WORK_UPDATE_PERIOD;
-                        metrics_tick = Some(tick);
-                    }
-                    deadline = Some(deadline.map_or(tick, |due| due.min(tick)));
-                }
-                drop(state);
-                wakers.drain(..).for_each(Waker::wake);
-                if added < FIRE_CHUNK {
-                    break;
-                }
+                deadline = Some(deadline.map_or(tick, |due| due.min(tick)));
             }
-            drop(items);
             deadline
         };
         match deadline {

@@ -48,10 +48,72 @@ struct Cell<T, S> {
     next_free: Slot,
 }
 
+/// log2 of the number of cells per chunk.
+const CHUNK_BITS: u32 = 12;
+const CHUNK: usize = 1 << CHUNK_BITS;
+
+/// A vector of cells in fixed-size chunks. Growing it never moves the cells
+/// already stored, so a store of hundreds of thousands of items grows
+/// without copying them all (and touching twice their memory) under the
+/// queue's lock, which would stall every other operation for milliseconds.
+#[derive(Debug)]
+struct Chunks<C> {
+    chunks: Vec<Vec<C>>,
+    len: usize,
+}
+
+impl<C> Default for Chunks<C> {
+    fn default() -> Self {
+        Self {
+            chunks: Vec::new(),
+            len: 0,
+        }
+    }
+}
+
+impl<C> Chunks<C> {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn get(&self, index: usize) -> Option<&C> {
+        self.chunks
+            .get(index >> CHUNK_BITS)?
+            .get(index & (CHUNK - 1))
+    }
+
+    fn get_mut(&mut self, index: usize) -> Option<&mut C> {
+        self.chunks
+            .get_mut(index >> CHUNK_BITS)?
+            .get_mut(index & (CHUNK - 1))
+    }
+
+    /// Appends `cell` and returns its index.
+    fn push(&mut self, cell: C) -> usize {
+        let index = self.len;
+        let chunk = index >> CHUNK_BITS;
+        if chunk == self.chunks.len() {
+            self.chunks.push(Vec::with_capacity(CHUNK));
+        }
+        self.chunks[chunk].push(cell);
+        self.len += 1;
+        index
+    }
+
+    /// Removes every cell, keeping the first chunk's buffer for reuse.
+    fn clear(&mut self) {
+        self.chunks.truncate(1);
+        if let Some(first) = self.chunks.first_mut() {
+            first.clear();
+        }
+        self.len = 0;
+    }
+}
+
 /// Items and their state (`S`).
 #[derive(Debug)]
 pub(crate) struct Items<T, S = Entry> {
-    cells: Vec<Cell<T, S>>,
+    cells: Chunks<Cell<T, S>>,
     free: Slot,
     index: HashTable<(Slot, u32)>,
     hasher: DefaultHashBuilder,
@@ -62,7 +124,7 @@ pub(crate) struct Items<T, S = Entry> {
 impl<T, S> Default for Items<T, S> {
     fn default() -> Self {
         Self {
-            cells: Vec::new(),
+            cells: Chunks::default(),
             free: NO_CELL,
             index: HashTable::new(),
             hasher: DefaultHashBuilder::default(),
@@ -162,7 +224,7 @@ impl<T: Hash + Eq, S: CellState> Items<T, S> {
         let cells = &self.cells;
         self.index
             .find(widen(hash), |&(slot, h)| {
-                h == hash && cells[slot as usize].item.as_ref() == Some(item)
+                h == hash && cells.get(slot as usize).and_then(|c| c.item.as_ref()) == Some(item)
             })
             .map(|&(slot, _)| slot)
     }
@@ -180,7 +242,7 @@ impl<T: Hash + Eq, S: CellState> Items<T, S> {
         let found = self
             .index
             .find_entry(widen(hash), |&(slot, h)| {
-                h == hash && cells[slot as usize].item.as_ref() == Some(item)
+                h == hash && cells.get(slot as usize).and_then(|c| c.item.as_ref()) == Some(item)
             })
             .ok()?;
         let slot = found.get().0;
@@ -200,7 +262,9 @@ impl<T: Hash + Eq, S: CellState> Items<T, S> {
         let cells = &self.cells;
         let found = self.index.entry(
             widen(hash),
-            |&(slot, h)| h == hash && cells[slot as usize].item.as_ref() == Some(&item),
+            |&(slot, h)| {
+                h == hash && cells.get(slot as usize).and_then(|c| c.item.as_ref()) == Some(&item)
+            },
             |&(_, h)| widen(h),
         );
         let vacant = match found {
@@ -214,13 +278,13 @@ impl<T: Hash + Eq, S: CellState> Items<T, S> {
             next_free: NO_CELL,
         };
         let slot = if self.free == NO_CELL {
-            self.cells.push(cell);
-            (self.cells.len() - 1) as Slot
+            self.cells.push(cell) as Slot
         } else {
             let slot = self.free;
-            let reused = &mut self.cells[slot as usize];
-            self.free = reused.next_free;
-            *reused = cell;
+            if let Some(reused) = self.cells.get_mut(slot as usize) {
+                self.free = reused.next_free;
+                *reused = cell;
+            }
             slot
         };
         vacant.insert((slot, hash));

@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::builder::WorkQueueBuilder;
-use crate::shared::{Shared, wake};
+use crate::shared::{GetState, Shared, wake};
 use crate::stream::WorkQueueStream;
 
 /// A deduplicating, delaying, rate-limited, prioritised work queue for
@@ -143,7 +143,7 @@ where
     pub fn add_after_with_priority(&self, item: T, delay: Duration, priority: i32) {
         if delay.is_zero() {
             {
-                let pending = self.shared.pending.lock();
+                let pending = self.shared.lock_pending();
                 if pending.is_closed() {
                     return;
                 }
@@ -162,12 +162,13 @@ where
         }
         let now = Instant::now();
         let due = now.checked_add(delay).unwrap_or_else(|| far_future(now));
-        let mut pending = self.shared.pending.lock();
+        let mut pending = self.shared.lock_pending();
         if pending.is_closed() {
             return;
         }
         pending.record_retry();
         if pending.add_at(item, due, priority) {
+            self.shared.publish_next_due(&pending);
             self.shared.timer.notify_one();
         }
         self.shared.ensure_driver_locked(&mut pending);
@@ -212,9 +213,9 @@ where
     pub async fn get(&self) -> Option<T> {
         let mut waiter = Waiter {
             shared: &self.shared,
-            slot: None,
+            get: GetState::default(),
         };
-        poll_fn(|cx| waiter.shared.poll_get(&mut waiter.slot, cx)).await
+        poll_fn(|cx| waiter.shared.poll_get(&mut waiter.get, cx)).await
     }
 
     /// Takes the next item if one is queued, without waiting; the caller
@@ -308,8 +309,9 @@ where
             state.waiters.notify_all(&mut wakers);
         }
         {
-            let mut pending = self.shared.pending.lock();
+            let mut pending = self.shared.lock_pending();
             pending.close();
+            self.shared.publish_next_due(&pending);
             if let Some(driver) = pending.driver.take() {
                 driver.abort();
             }
@@ -348,7 +350,7 @@ where
     T: Eq + Hash + Clone + Send + Sync + 'static,
 {
     shared: &'a Arc<Shared<T>>,
-    slot: Option<usize>,
+    get: GetState,
 }
 
 impl<T> Drop for Waiter<'_, T>
@@ -356,6 +358,6 @@ where
     T: Eq + Hash + Clone + Send + Sync + 'static,
 {
     fn drop(&mut self) {
-        self.shared.cancel_get(&mut self.slot);
+        self.shared.cancel_get(&mut self.get);
     }
 }

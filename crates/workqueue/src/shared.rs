@@ -4,15 +4,16 @@
 use std::cell::Cell;
 use std::hash::Hash;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll, Waker, ready};
 
 use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::Notify;
 use tokio::task::coop::{RestoreOnPending, poll_proceed};
+use tokio::time::Instant;
 
 use crate::core::Core;
-use crate::driver;
+use crate::driver::{self, Firing, fire_due};
 use crate::pending::Pending;
 use crate::rate_limiter::RateLimiter;
 use crate::waiters::Waiters;
@@ -38,6 +39,13 @@ pub(crate) struct Shared<T> {
     /// The queue records metrics (so the timer task must run even without
     /// delays, to refresh the work-in-progress gauges).
     has_metrics: bool,
+    /// The earliest pending due time, in nanoseconds since `epoch`
+    /// (`u64::MAX` if none), so `get` can tell without a lock whether
+    /// delayed items are due.
+    next_due: AtomicU64,
+    epoch: Instant,
+    /// Buffers of [`fire_due`]; also makes firings one at a time.
+    pub(crate) firing: Mutex<Firing<T>>,
     /// The timer task is needed but could not be started (no tokio runtime
     /// was current): the next `get` tries again.
     driver_wanted: AtomicBool,
@@ -69,30 +77,29 @@ impl<T> Shared<T> {
     /// Locks the queue's state (see [`LOCK_SPIN_ROUNDS`]).
     #[inline]
     pub(crate) fn lock(&self) -> MutexGuard<'_, State<T>> {
-        match self.state.try_lock() {
-            Some(guard) => guard,
-            None => self.lock_contended(),
-        }
+        lock(&self.state)
     }
 
-    #[cold]
-    fn lock_contended(&self) -> MutexGuard<'_, State<T>> {
-        for round in 0..LOCK_SPIN_ROUNDS {
-            for _ in 0..(1u32 << round.min(6)) {
-                std::hint::spin_loop();
-            }
-            if !self.state.is_locked()
-                && let Some(guard) = self.state.try_lock()
-            {
-                return guard;
-            }
-        }
-        self.state.lock()
+    /// Locks the delay store (see [`LOCK_SPIN_ROUNDS`]).
+    #[inline]
+    pub(crate) fn lock_pending(&self) -> MutexGuard<'_, Pending<T>> {
+        lock(&self.pending)
     }
 
     /// Number of items waiting, as of the last completed operation.
     pub(crate) fn len(&self) -> usize {
         self.len.load(Ordering::Acquire)
+    }
+
+    /// Publishes the earliest pending due time; called under the delay
+    /// lock after every change of it.
+    pub(crate) fn publish_next_due(&self, pending: &Pending<T>) {
+        let next = pending.next_due().map_or(u64::MAX, |due| self.nanos(due));
+        self.next_due.store(next, Ordering::Release);
+    }
+
+    fn nanos(&self, at: Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.epoch).as_nanos()).unwrap_or(u64::MAX - 1)
     }
 
     /// Publishes the queue's length; called under the lock after every
@@ -130,6 +137,9 @@ where
             }),
             pending: Mutex::new(pending),
             driver_wanted: AtomicBool::new(false),
+            next_due: AtomicU64::new(u64::MAX),
+            epoch: Instant::now(),
+            firing: Mutex::new(Firing::default()),
             limiter,
             drained: Notify::new(),
             timer: Arc::new(Notify::new()),
@@ -141,7 +151,7 @@ where
     /// only records that the task is wanted; the next `get` from inside one
     /// starts it.
     pub(crate) fn ensure_driver(self: &Arc<Self>) {
-        let mut pending = self.pending.lock();
+        let mut pending = self.lock_pending();
         self.ensure_driver_locked(&mut pending);
     }
 
@@ -175,6 +185,45 @@ where
         }
     }
 
+    /// Moves due delayed items into the queue from a `get`, without waiting
+    /// for the timer task. The timer task alone would hand items out late
+    /// when the workers are busy: tokio checks its timers only between
+    /// task polls (every few dozen of them) or when a thread idles, and a
+    /// busy worker task hands out thousands of items per poll. So a `get`
+    /// looks at the clock when the queue is empty, and otherwise every
+    /// [`FIRE_CHECK_EVERY`] calls on its thread; it reads the clock only
+    /// while delayed items are pending.
+    fn fire_if_due(&self) {
+        let next = self.next_due.load(Ordering::Acquire);
+        if next == u64::MAX {
+            return;
+        }
+        let check = FIRE_CHECKS.with(|checks| {
+            let n = checks.get().wrapping_add(1);
+            checks.set(n);
+            n.is_multiple_of(FIRE_CHECK_EVERY)
+        });
+        if !check && self.len() > 0 {
+            return;
+        }
+        let now = Instant::now();
+        if self.nanos(now) >= next {
+            fire_due(self, now, false);
+        }
+    }
+
+    /// Whether a delayed item is due within 50 µs, so a `get` on an
+    /// empty queue keeps polling (letting the other tasks of its thread run
+    /// between polls) instead of parking until the timer task fires it.
+    /// tokio's timer has a resolution of one millisecond, so an item would
+    /// otherwise be handed out up to about a millisecond after its due
+    /// time; this bounds the busy polling to the last 50 µs before a
+    /// due time.
+    fn due_soon(&self) -> bool {
+        let next = self.next_due.load(Ordering::Acquire);
+        next != u64::MAX && next.saturating_sub(self.nanos(Instant::now())) <= DUE_SOON_NS
+    }
+
     /// One poll of a `get`: takes an item if one is queued, reports the end
     /// of the queue, or parks in `slot`. The item leaves the queue only
     /// when this returns `Ready(Some)`, which is what makes `get`
@@ -185,9 +234,11 @@ where
     /// queue yields to the other tasks of its thread now and then.
     pub(crate) fn poll_get(
         self: &Arc<Self>,
-        slot: &mut Option<usize>,
+        get: &mut GetState,
         cx: &mut Context<'_>,
     ) -> Poll<Option<T>> {
+        let GetState { slot, spin_since } = get;
+        self.fire_if_due();
         let mut state = self.lock();
         let coop = ready!(coop_budget(cx, state.core.len()));
         if let Some(item) = state.core.pop() {
@@ -199,6 +250,7 @@ where
                 state.waiters.release(key);
             }
             drop(state);
+            *spin_since = None;
             // A queue with metrics built outside a runtime whose workers
             // never park still gets its gauge refresher.
             self.retry_driver();
@@ -209,6 +261,16 @@ where
                 state.waiters.release(key);
             }
             return Poll::Ready(None);
+        }
+        if self.due_soon() && spin_allowed(spin_since) {
+            // Poll again instead of parking: the timer task would fire the
+            // item up to a millisecond late.
+            if let Some(key) = slot.take() {
+                state.waiters.release(key);
+            }
+            drop(state);
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
         }
         match slot {
             Some(key) => state.waiters.rearm(*key, cx.waker()),
@@ -222,8 +284,8 @@ where
     /// Unparks a `get` that is dropped before it returned. If it had been
     /// chosen for an item it did not take, another waiter is chosen, so the
     /// item does not sit in the queue while workers sleep.
-    pub(crate) fn cancel_get(&self, slot: &mut Option<usize>) {
-        let Some(key) = slot.take() else {
+    pub(crate) fn cancel_get(&self, get: &mut GetState) {
+        let Some(key) = get.slot.take() else {
             return;
         };
         let waker = {
@@ -238,6 +300,31 @@ where
     }
 }
 
+/// Locks `mutex`, spinning for a while if it is contended (see
+/// [`LOCK_SPIN_ROUNDS`]).
+#[inline]
+pub(crate) fn lock<S>(mutex: &Mutex<S>) -> MutexGuard<'_, S> {
+    match mutex.try_lock() {
+        Some(guard) => guard,
+        None => lock_contended(mutex),
+    }
+}
+
+#[cold]
+fn lock_contended<S>(mutex: &Mutex<S>) -> MutexGuard<'_, S> {
+    for round in 0..LOCK_SPIN_ROUNDS {
+        for _ in 0..(1u32 << round.min(6)) {
+            std::hint::spin_loop();
+        }
+        if !mutex.is_locked()
+            && let Some(guard) = mutex.try_lock()
+        {
+            return guard;
+        }
+    }
+    mutex.lock()
+}
+
 /// Wakes `waker` if there is one. Called after the lock is released so the
 /// woken task does not find it held.
 pub(crate) fn wake(waker: Option<Waker>) {
@@ -249,8 +336,39 @@ pub(crate) fn wake(waker: Option<Waker>) {
 /// Items a thread hands out per unit of tokio's cooperative budget.
 const GETS_PER_BUDGET_UNIT: u32 = 16;
 
+/// See [`Shared::due_soon`].
+const DUE_SOON_NS: u64 = 50_000;
+
+/// How long (in real time) one `get` polls again for an item due soon
+/// before it parks anyway. Bounds the busy polling even where tokio's clock
+/// does not move while tasks run (paused time only advances when the
+/// runtime idles).
+const SPIN_LIMIT: std::time::Duration = std::time::Duration::from_micros(100);
+
+/// Whether a `get` that started polling for an item due soon at
+/// `spin_since` (now, if it did not) may poll once more.
+fn spin_allowed(spin_since: &mut Option<std::time::Instant>) -> bool {
+    let now = std::time::Instant::now();
+    let since = *spin_since.get_or_insert(now);
+    now.duration_since(since) < SPIN_LIMIT
+}
+
+/// Where one `get` (or the stream) stands.
+#[derive(Debug, Default)]
+pub(crate) struct GetState {
+    /// Its key in the waiter list while parked.
+    slot: Option<usize>,
+    /// When it started polling for an item due soon (see [`SPIN_LIMIT`]).
+    spin_since: Option<std::time::Instant>,
+}
+
+/// How often (in `get` polls on one thread) a `get` on a non-empty queue
+/// checks whether delayed items are due (see [`Shared::fire_if_due`]).
+const FIRE_CHECK_EVERY: u32 = 32;
+
 thread_local! {
     static GETS: Cell<u32> = const { Cell::new(0) };
+    static FIRE_CHECKS: Cell<u32> = const { Cell::new(0) };
 }
 
 /// Charges tokio's cooperative budget (128 units per task poll) one unit

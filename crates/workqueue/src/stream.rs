@@ -8,6 +8,7 @@ use std::task::{Context, Poll};
 use futures_core::{FusedStream, Stream};
 
 use crate::WorkQueue;
+use crate::shared::GetState;
 
 /// A [`Stream`] of the items of a [`WorkQueue`], from
 /// [`WorkQueue::stream`].
@@ -21,7 +22,7 @@ where
     T: Eq + Hash + Clone + Send + Sync + 'static,
 {
     queue: WorkQueue<T>,
-    slot: Option<usize>,
+    get: GetState,
     ended: bool,
 }
 
@@ -32,7 +33,7 @@ where
     pub(crate) fn new(queue: WorkQueue<T>) -> Self {
         Self {
             queue,
-            slot: None,
+            get: GetState::default(),
             ended: false,
         }
     }
@@ -66,7 +67,7 @@ where
         if this.ended {
             return Poll::Ready(None);
         }
-        let next = this.queue.shared.poll_get(&mut this.slot, cx);
+        let next = this.queue.shared.poll_get(&mut this.get, cx);
         if let Poll::Ready(None) = next {
             this.ended = true;
         }
@@ -88,6 +89,6 @@ where
     T: Eq + Hash + Clone + Send + Sync + 'static,
 {
     fn drop(&mut self) {
-        self.queue.shared.cancel_get(&mut self.slot);
+        self.queue.shared.cancel_get(&mut self.get);
     }
 }
