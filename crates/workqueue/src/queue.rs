@@ -111,7 +111,7 @@ where
     /// added with meanwhile. Otherwise as [`add`](Self::add).
     pub fn add_with_priority(&self, item: T, priority: i32) {
         let waker = {
-            let mut state = self.shared.lock();
+            let mut state = self.shared.lock_for_add();
             if !state.core.add(item, priority) {
                 return;
             }
@@ -150,7 +150,7 @@ where
                 pending.record_retry();
             }
             let waker = {
-                let mut state = self.shared.lock();
+                let mut state = self.shared.lock_for_add();
                 if !state.core.add(item, priority) {
                     return;
                 }
