@@ -396,3 +396,34 @@ async fn owner_lookup_by_labels_stays_in_the_namespace_and_skips_empty_selectors
         .collect();
     assert_eq!(found, ["bar"]);
 }
+
+#[tokio::test]
+async fn expectations_start_clean_when_an_owner_is_recreated() {
+    // Upstream's TestExpectationsOnRecreate, through informer events.
+    use kube::runtime::watcher::Event;
+    let h = RsHarness::new();
+    let rs = replica_set("web", 1, "web");
+    h.owner(&rs);
+    assert_eq!(h.drain_queue(), ["default/web"]);
+    h.controller.sync("default/web").await.unwrap();
+    assert_eq!(h.fake.create_count(), 1);
+    assert!(!h.controller.expectations().satisfied("default/web"));
+
+    h.owners.apply_event(Event::Delete(rs.clone()));
+    assert_eq!(h.drain_queue(), ["default/web"]);
+    assert!(
+        h.controller
+            .expectations()
+            .get_expectations("default/web")
+            .is_none()
+    );
+
+    let again = edit(&rs, |v| v["metadata"]["uid"] = json!("uid-web-2"));
+    h.owner(&again);
+    assert_eq!(h.drain_queue(), ["default/web"]);
+    h.fake.clear();
+    h.controller.sync("default/web").await.unwrap();
+    assert_eq!(h.fake.create_count(), 1);
+    assert_eq!(h.fake.controller_refs()[0].uid, "uid-web-2");
+    assert!(!h.controller.expectations().satisfied("default/web"));
+}
