@@ -13,6 +13,7 @@ use crate::faults::FaultInjector;
 use crate::kubelet::Kubelet;
 use crate::ops::Api;
 use crate::server::{self, INTERNAL_HEADER, Server};
+use crate::stats::{Counters, RequestStats};
 
 /// A running in-process API server. Dropping it stops the server, the
 /// garbage collector, the kubelet simulation and every open watch.
@@ -22,6 +23,7 @@ pub struct TestCluster {
     faults: Arc<FaultInjector>,
     kubelet: Option<Kubelet>,
     api: Arc<Api>,
+    stats: Arc<Counters>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -61,7 +63,9 @@ impl TestCluster {
         let api = Arc::new(Api::new(config.watch_history));
         api.bootstrap().map_err(|e| Error::Bootstrap(e.message))?;
         let faults = Arc::new(FaultInjector::new(config.faults.clone(), config.seed));
+        let stats = Arc::new(Counters::new());
         let state = Arc::new(Server {
+            stats: stats.clone(),
             api: api.clone(),
             faults: faults.clone(),
             address: addr.to_string(),
@@ -90,6 +94,7 @@ impl TestCluster {
             faults,
             kubelet,
             api,
+            stats,
             tasks,
         })
     }
@@ -134,6 +139,23 @@ impl TestCluster {
     /// The kubelet simulation, if configured.
     pub fn kubelet(&self) -> Option<&Kubelet> {
         self.kubelet.as_ref()
+    }
+
+    /// The requests answered so far, by verb, resource and status (see
+    /// [`RequestStats`]). Cheap: counting is a relaxed atomic increment
+    /// per request; the snapshot reads a few thousand counters.
+    ///
+    /// To measure a piece of work, snapshot before and after and take
+    /// [`RequestStats::since`]; or call [`reset_requests`](Self::reset_requests) first.
+    pub fn requests(&self) -> RequestStats {
+        self.stats.snapshot()
+    }
+
+    /// Set every request count to zero. Requests answered while the reset
+    /// runs may or may not be counted; snapshots with
+    /// [`RequestStats::since`] avoid that race.
+    pub fn reset_requests(&self) {
+        self.stats.reset();
     }
 
     /// Stop the server and every background task.

@@ -20,6 +20,7 @@ use crate::patch::PatchKind;
 use crate::resources::{self, RESOURCES};
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::semantics::{self, Part};
+use crate::stats::{Counters, Slot};
 use crate::status::{ApiError, status_response};
 use crate::store::{Key, Stored};
 use crate::watch::{self, Start, WatchSpec};
@@ -38,6 +39,7 @@ pub(crate) struct Server {
     pub(crate) faults: Arc<FaultInjector>,
     pub(crate) address: String,
     pub(crate) bookmark_interval: Duration,
+    pub(crate) stats: Arc<Counters>,
 }
 
 type Params = HashMap<String, String>;
@@ -135,8 +137,19 @@ fn parse_target<'a>(group: &str, version: &str, rest: &[&'a str]) -> Option<Targ
     }
 }
 
-/// Entry point for every request.
+/// Entry point for every request: routes it and counts the answer.
 pub(crate) async fn handle(State(server): State<Arc<Server>>, req: Request) -> Response<Body> {
+    let mut slot = Slot::non_resource(req.headers().contains_key(INTERNAL_HEADER));
+    if req.method() != Method::GET {
+        slot.set(RESOURCES.len(), None, "other");
+    }
+    let resp = route(&server, req, &mut slot).await;
+    server.stats.record(slot, resp.status().as_u16());
+    resp
+}
+
+/// Answer one request; `slot` learns its verb and resource.
+async fn route(server: &Arc<Server>, req: Request, slot: &mut Slot) -> Response<Body> {
     let path = req.uri().path().to_string();
     let segments: Vec<&str> = path
         .trim_matches('/')
@@ -196,7 +209,7 @@ pub(crate) async fn handle(State(server): State<Arc<Server>>, req: Request) -> R
     let params: Params = Query::<Params>::try_from_uri(req.uri())
         .map(|q| q.0)
         .unwrap_or_default();
-    let internal = req.headers().contains_key(INTERNAL_HEADER);
+    let internal = slot.internal;
     let is_watch = matches!(params.get("watch").map(String::as_str), Some("true" | "1"));
     let verb = match (req.method().clone(), target.name.is_some()) {
         (Method::GET, true) => "get",
@@ -208,6 +221,7 @@ pub(crate) async fn handle(State(server): State<Arc<Server>>, req: Request) -> R
         (Method::DELETE, true) => "delete",
         (Method::DELETE, false) => "deletecollection",
         _ => {
+            slot.set_other_verb(target.resource, target.sub);
             return status_response(
                 405,
                 "MethodNotAllowed",
@@ -215,6 +229,7 @@ pub(crate) async fn handle(State(server): State<Arc<Server>>, req: Request) -> R
             );
         }
     };
+    slot.set(target.resource, target.sub, verb);
     let info = RequestInfo {
         verb,
         resource: RESOURCES[target.resource].plural,
@@ -227,7 +242,7 @@ pub(crate) async fn handle(State(server): State<Arc<Server>>, req: Request) -> R
         return resp;
     }
     if verb == "watch" {
-        return watch_response(&server, &target, &params, &info);
+        return watch_response(server, &target, &params, &info);
     }
     let (parts, body) = req.into_parts();
     let body = match axum::body::to_bytes(body, MAX_BODY).await {
@@ -237,7 +252,7 @@ pub(crate) async fn handle(State(server): State<Arc<Server>>, req: Request) -> R
                 .into_response();
         }
     };
-    match dispatch(&server, &target, verb, &parts.headers, &params, &body) {
+    match dispatch(server, &target, verb, &parts.headers, &params, &body) {
         Ok(r) => r,
         Err(e) => e.into_response(),
     }
