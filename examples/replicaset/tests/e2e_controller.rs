@@ -86,6 +86,10 @@ impl Env {
         Api::namespaced(self.client.clone(), &self.ns)
     }
 
+    fn is_testcluster(&self) -> bool {
+        self.cluster.is_some()
+    }
+
     async fn finish(self) {
         match self.cluster {
             Some(tc) => tc.shutdown().await,
@@ -648,6 +652,53 @@ async fn pods_become_available_after_min_ready_seconds_without_further_events() 
     .await;
     eventually("2 available replicas", || async {
         rs_status(&env, "slow").await["availableReplicas"] == 2
+    })
+    .await;
+    controller.stop().await;
+    env.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_template_the_server_rejects_reports_failed_create_until_fixed() {
+    let env = Env::start(None).await;
+    if !env.is_testcluster() {
+        // A real API server refuses such a ReplicaSet outright.
+        println!("e2e: skipping the rejected-template check (testcluster only)");
+        env.finish().await;
+        return;
+    }
+    let controller = start::<ReplicaSet>(&env);
+    let broken = replica_set(
+        "broken",
+        1,
+        json!({"template": {
+            "metadata": {"labels": {"app": "broken"}},
+            "spec": {"containers": []}
+        }}),
+    );
+    env.api::<ReplicaSet>()
+        .create(&PostParams::default(), &broken)
+        .await
+        .unwrap();
+    eventually("the FailedCreate condition", || async {
+        let s = rs_status(&env, "broken").await;
+        s["conditions"][0]["reason"] == "FailedCreate"
+            && s["conditions"][0]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("spec.containers"))
+    })
+    .await;
+    env.api::<ReplicaSet>()
+        .patch(
+            "broken",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"template": template("broken")}})),
+        )
+        .await
+        .unwrap();
+    eventually("1 replica and no condition", || async {
+        let s = rs_status(&env, "broken").await;
+        s["replicas"] == 1 && s.get("conditions").is_none_or(Value::is_null)
     })
     .await;
     controller.stop().await;
