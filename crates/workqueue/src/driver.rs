@@ -103,7 +103,7 @@ where
         }
         if queued > 0 {
             shared.publish_len(&state);
-            state.waiters.notify_many(queued, wakers);
+            state.wake_if_needed(wakers);
         }
         drop(state);
         wakers.drain(..).for_each(Waker::wake);

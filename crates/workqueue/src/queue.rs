@@ -116,7 +116,7 @@ where
                 return;
             }
             self.shared.publish_len(&state);
-            state.waiters.notify_one()
+            state.wake_one_if_needed()
         };
         wake(waker);
     }
@@ -155,7 +155,7 @@ where
                     return;
                 }
                 self.shared.publish_len(&state);
-                state.waiters.notify_one()
+                state.wake_one_if_needed()
             };
             wake(waker);
             return;
@@ -242,7 +242,7 @@ where
             let outcome = state.core.done(item);
             let waker = if outcome.requeued {
                 self.shared.publish_len(&state);
-                state.waiters.notify_one()
+                state.wake_one_if_needed()
             } else {
                 None
             };

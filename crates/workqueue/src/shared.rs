@@ -24,6 +24,46 @@ pub(crate) struct State<T> {
     pub(crate) waiters: Waiters,
 }
 
+impl<T> State<T> {
+    /// Chooses a parked `get` to wake if the queued items have fewer `get`s
+    /// on the way to them than they need, and returns its waker, to be woken
+    /// after the lock is released. Called after every change that may queue
+    /// an item or end a chosen `get`, including a `get` taking an item, so
+    /// the woken `get`s form a chain: no item waits while all `get`s sleep.
+    ///
+    /// Needed is one woken `get` while fewer than [`ITEMS_PER_WAKE`] items
+    /// are queued, one more per [`ITEMS_PER_WAKE`] items beyond (never more
+    /// than the items). Waking one `get` per queued item, as client-go
+    /// does, makes a fast producer wake every idle worker, each a thread
+    /// wake-up (a system call) and then lock contention between cores;
+    /// workers that come one after the other instead mostly run on the
+    /// thread that woke them. The number grows with the backlog so that a
+    /// woken `get` stuck behind a busy task of its thread (tokio runs a task
+    /// woken from a worker thread on that thread, and no other thread may
+    /// take it) does not hold up a growing backlog: the next wake-up moves
+    /// it where an idle thread can take it.
+    pub(crate) fn wake_one_if_needed(&mut self) -> Option<Waker> {
+        let queued = self.core.len();
+        let needed = queued.min(1 + queued / ITEMS_PER_WAKE);
+        if queued > 0 && self.waiters.notified() < needed {
+            self.waiters.notify_one()
+        } else {
+            None
+        }
+    }
+
+    /// [`wake_one_if_needed`](Self::wake_one_if_needed) until no more `get`
+    /// is needed, appending the wakers to `out`.
+    pub(crate) fn wake_if_needed(&mut self, out: &mut Vec<Waker>) {
+        while let Some(waker) = self.wake_one_if_needed() {
+            out.push(waker);
+        }
+    }
+}
+
+/// See [`State::wake_one_if_needed`].
+const ITEMS_PER_WAKE: usize = 256;
+
 /// Shared by every clone of a [`WorkQueue`](crate::WorkQueue).
 pub(crate) struct Shared<T> {
     /// `core.len()` as of the last change, published under the lock so
@@ -266,7 +306,9 @@ where
             if let Some(key) = slot.take() {
                 state.waiters.release(key);
             }
+            let waker = state.wake_one_if_needed();
             drop(state);
+            wake(waker);
             *spin_since = None;
             // A queue with metrics built outside a runtime whose workers
             // never park still gets its gauge refresher.
@@ -307,11 +349,8 @@ where
         };
         let waker = {
             let mut state = self.lock();
-            if state.waiters.release(key) && state.core.len() > 0 {
-                state.waiters.notify_one()
-            } else {
-                None
-            }
+            state.waiters.release(key);
+            state.wake_one_if_needed()
         };
         wake(waker);
     }

@@ -1,9 +1,10 @@
 //! The `get` calls parked on an empty queue.
 //!
 //! Kept under the queue's own mutex so that queuing an item and choosing the
-//! waiter to wake are one atomic step: exactly one parked `get` is woken per
-//! queued item, oldest first, and no wake-up can be lost between a `get`
-//! finding the queue empty and parking. Slots are reused, so parking
+//! waiter to wake are one atomic step: parked `get`s are woken oldest
+//! first, as many as the queue's wake-up policy asks for (see
+//! `State::wake_one_if_needed`), and no wake-up can be lost between a
+//! `get` finding the queue empty and parking. Slots are reused, so parking
 //! allocates only while the number of concurrent waiters grows.
 
 use std::collections::VecDeque;
@@ -30,6 +31,8 @@ pub(crate) struct Waiters {
     slots: Vec<Slot>,
     free: Vec<usize>,
     order: VecDeque<usize>,
+    /// Waiters in the `Notified` state.
+    notified: usize,
 }
 
 impl Waiters {
@@ -59,6 +62,7 @@ impl Waiters {
         let slot = &mut self.slots[key];
         if slot.state == SlotState::Notified {
             slot.state = SlotState::Waiting;
+            self.notified -= 1;
             self.order.push_back(key);
         }
         match &mut slot.waker {
@@ -72,6 +76,9 @@ impl Waiters {
     pub(crate) fn release(&mut self, key: usize) -> bool {
         let slot = &mut self.slots[key];
         let notified = slot.state == SlotState::Notified;
+        if notified {
+            self.notified -= 1;
+        }
         if slot.state == SlotState::Waiting
             && let Some(pos) = self.order.iter().position(|k| *k == key)
         {
@@ -89,18 +96,13 @@ impl Waiters {
         let key = self.order.pop_front()?;
         let slot = &mut self.slots[key];
         slot.state = SlotState::Notified;
+        self.notified += 1;
         slot.waker.take()
     }
 
-    /// Chooses up to `n` waiters, appending their wakers to `out`.
-    pub(crate) fn notify_many(&mut self, n: usize, out: &mut Vec<Waker>) {
-        for _ in 0..n {
-            match self.notify_one() {
-                Some(waker) => out.push(waker),
-                None if self.order.is_empty() => break,
-                None => {}
-            }
-        }
+    /// Number of waiters chosen to take an item that have not polled yet.
+    pub(crate) fn notified(&self) -> usize {
+        self.notified
     }
 
     /// Wakes every parked waiter (shutdown).
@@ -146,10 +148,12 @@ mod tests {
         let k1 = waiters.register(&w1);
         let k2 = waiters.register(&w2);
         waiters.notify_one().unwrap().wake();
+        assert_eq!(waiters.notified(), 1);
         assert_eq!(c1.0.load(Ordering::SeqCst), 1);
         assert_eq!(c2.0.load(Ordering::SeqCst), 0);
         assert!(waiters.release(k1), "k1 was chosen");
         assert!(!waiters.release(k2), "k2 was only parked");
+        assert_eq!(waiters.notified(), 0);
         assert_eq!(waiters.parked(), 0);
         assert!(waiters.notify_one().is_none());
         let k3 = waiters.register(&w1);
@@ -166,6 +170,7 @@ mod tests {
         waiters.notify_one().unwrap().wake();
         waiters.rearm(k1, &w1);
         assert_eq!(waiters.parked(), 2);
+        assert_eq!(waiters.notified(), 0);
         let mut out = Vec::new();
         waiters.notify_all(&mut out);
         out.into_iter().for_each(Waker::wake);

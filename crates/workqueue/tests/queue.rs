@@ -371,6 +371,31 @@ async fn parked_gets_are_woken_in_order_one_per_item() {
     assert_eq!(order.lock()[0].0, 0, "the longest-parked worker goes first");
 }
 
+/// Parked gets are woken one after the other (each woken get that takes an
+/// item wakes the next while items remain), so a burst added at once still
+/// reaches every parked get.
+#[tokio::test(start_paused = true)]
+async fn a_burst_reaches_every_parked_get() {
+    let queue = WorkQueue::<u32>::new();
+    let workers: Vec<_> = (0..8)
+        .map(|_| {
+            let queue = queue.clone();
+            tokio::spawn(async move { queue.get().await.unwrap() })
+        })
+        .collect();
+    settle().await;
+    for i in 0..8 {
+        queue.add(i);
+    }
+    let mut got = Vec::new();
+    for w in workers {
+        got.push(within("worker", w).await.unwrap());
+    }
+    got.sort_unstable();
+    assert_eq!(got, (0..8).collect::<Vec<_>>());
+    assert!(queue.is_empty());
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_cancelled_get_loses_no_item() {
     let queue = WorkQueue::<u32>::new();
