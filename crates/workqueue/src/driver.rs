@@ -13,9 +13,10 @@
 //! Each wake-up takes every due item out of the delay store under the delay
 //! lock, then adds them to the queue under the main lock in chunks of
 //! [`FIRE_CHUNK`], so workers get the lock between chunks of a large batch.
-//! tokio's timer has a resolution of one millisecond, so an item is handed
-//! out up to about a millisecond after its due time (more when the workers
-//! are behind), never before.
+//! tokio's timer has a resolution of one millisecond (and is serviced late
+//! while every thread is busy), so `get` calls also run [`fire_due`] when
+//! they find a delayed item due (see `Shared::fire_if_due`); either way an
+//! item is never handed out before its due time.
 
 use std::future::poll_fn;
 use std::hash::Hash;

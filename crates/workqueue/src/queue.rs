@@ -36,8 +36,9 @@ use crate::stream::WorkQueueStream;
 ///   delayed items are dropped, already queued items are still handed out,
 ///   and `get` returns `None` once the queue is empty.
 ///
-/// Every method takes `&self` and may be called from any thread; all state
-/// sits behind one short-held `parking_lot` mutex.
+/// Every method takes `&self` and may be called from any thread; the state
+/// sits behind short-held `parking_lot` mutexes (see the crate's
+/// performance notes).
 ///
 /// [crate documentation]: crate
 pub struct WorkQueue<T> {
@@ -95,8 +96,9 @@ where
     ///   [`done`](Self::done) is called for it.
     /// - After shutdown the call is ignored.
     ///
-    /// Wakes one parked [`get`](Self::get) if the item was queued. Never
-    /// blocks beyond the queue's short internal lock.
+    /// Wakes a parked [`get`](Self::get) if the item was queued and no woken
+    /// `get` is already on its way to it. Never blocks beyond the queue's
+    /// short internal lock.
     pub fn add(&self, item: T) {
         self.add_with_priority(item, 0);
     }
@@ -131,9 +133,14 @@ where
     /// shutdown drops pending delays.
     ///
     /// Delays are measured with tokio's clock (paused time in tests drives
-    /// them) by one timer task per queue, started on the current tokio
-    /// runtime. Called outside a runtime, the item waits until the timer task
-    /// is started by a later call from inside one (such as a parked `get`).
+    /// them). The item is **never handed out before its due time**; it is
+    /// moved into the queue by the queue's timer task (one per queue,
+    /// started on the current tokio runtime) or by a `get` that finds it due,
+    /// whichever comes first, typically within microseconds while workers
+    /// poll the queue and within about a millisecond (tokio's timer
+    /// resolution) when they are all parked. Called outside a runtime, the
+    /// timer task is started by a later `get` from inside one. Takes only
+    /// the delay store's lock, not the queue's.
     pub fn add_after(&self, item: T, delay: Duration) {
         self.add_after_with_priority(item, delay, 0);
     }
@@ -201,8 +208,9 @@ where
     /// must call [`done`](Self::done) with it when finished.
     ///
     /// Returns `None` once the queue is shut down **and** empty: items queued
-    /// before shutdown are still handed out. Parked callers are woken one
-    /// per queued item, longest-waiting first.
+    /// before shutdown are still handed out. Parked callers are woken
+    /// longest-waiting first, one after the other while items remain, so no
+    /// queued item waits while every caller sleeps.
     ///
     /// # Cancel safety
     ///
