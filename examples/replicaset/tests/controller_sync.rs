@@ -680,3 +680,16 @@ async fn terminating_pods_are_reported_but_not_counted_as_replicas() {
     assert_eq!(status["replicas"], 1);
     assert_eq!(status["terminatingReplicas"], 2);
 }
+
+#[tokio::test]
+async fn a_replication_controller_without_selector_selects_its_template_labels() {
+    let h = Harness::<ReplicationController>::new();
+    let rc = edit(&replication_controller("legacy", 2, "legacy"), |v| {
+        v["spec"]["selector"] = json!(null);
+    });
+    h.owner(&rc);
+    h.pod(&PodSpec::running("legacy").owned_by(&rc).build("a"));
+    h.controller.sync("default/legacy").await.unwrap();
+    assert_eq!(h.fake.create_count(), 1);
+    assert_eq!(h.client.last_status()["replicas"], 1);
+}

@@ -704,3 +704,50 @@ async fn a_template_the_server_rejects_reports_failed_create_until_fixed() {
     controller.stop().await;
     env.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_invalid_selector_is_reported_as_a_warning_event() {
+    let env = Env::start(None).await;
+    let controller = start::<ReplicaSet>(&env);
+    let invalid = replica_set(
+        "invalid",
+        1,
+        json!({"selector": {"matchExpressions": [{"key": "app", "operator": "Near", "values": ["invalid"]}]}}),
+    );
+    if let Err(e) = env
+        .api::<ReplicaSet>()
+        .create(&PostParams::default(), &invalid)
+        .await
+    {
+        // A real API server validates selectors itself.
+        println!("e2e: the server refused the invalid selector ({e}); nothing to check");
+    } else {
+        let events = env.api::<k8s_openapi::api::events::v1::Event>();
+        eventually("an InvalidSelector warning event", || async {
+            events
+                .list(&ListParams::default())
+                .await
+                .unwrap()
+                .items
+                .iter()
+                .any(|e| {
+                    e.reason.as_deref() == Some("InvalidSelector")
+                        && e.type_.as_deref() == Some("Warning")
+                        && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("invalid")
+                })
+        })
+        .await;
+        assert!(env.active_pods().await.is_empty());
+    }
+    // The controller is still working for other owners.
+    env.api::<ReplicaSet>()
+        .create(&PostParams::default(), &replica_set("fine", 1, json!({})))
+        .await
+        .unwrap();
+    eventually("the other owner's pod", || async {
+        env.active_pods().await.len() == 1
+    })
+    .await;
+    controller.stop().await;
+    env.finish().await;
+}
