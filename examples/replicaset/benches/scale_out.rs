@@ -1,0 +1,379 @@
+//! Scale-out from zero: the `replicaset-controller` binary converging many
+//! ReplicaSets on an in-process test cluster with the kubelet simulation.
+//!
+//! 1. Start a [`TestCluster`] with enough simulated node capacity for every
+//!    pod and short kubelet delays; write its kubeconfig to a temp file.
+//! 2. Spawn the built controller binary against it and wait until its
+//!    informer caches synced.
+//! 3. Create `CTRLKIT_BENCH_RS` ReplicaSets (default 1,000) of
+//!    `CTRLKIT_BENCH_REPLICAS` replicas (default 10) from 8 concurrent
+//!    tasks, and follow them with one watch until every ReplicaSet reports
+//!    all its replicas ready.
+//! 4. Report (one JSON line) the wall time from the first create to
+//!    convergence, the API requests of the controller by verb and resource
+//!    (the cluster's request statistics minus the benchmark's own creates
+//!    and watch; the kubelet simulation's requests are counted apart by the
+//!    cluster), failed requests, status writes per ReplicaSet against the
+//!    status changes the watch saw, and the controller's peak RSS (VmHWM)
+//!    read from /proc before it is stopped with SIGTERM.
+//!
+//! The targets: exactly `RS × replicas` pod creates, at most 2 status
+//! writes per ReplicaSet per status change, no failed request.
+//!
+//! `cargo bench -p ctrlkit-replicaset --bench scale_out`; a quick run:
+//! `CTRLKIT_BENCH_RS=50 cargo bench -p ctrlkit-replicaset --bench scale_out`;
+//! `cargo test --bench scale_out` runs 5 ReplicaSets of 2 replicas as a
+//! smoke test.
+//! The cluster, the kubelet simulation and this driver share the machine
+//! with the controller process, so the wall time is end to end.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ctrlkit_testcluster::kubelet::KubeletConfig;
+use ctrlkit_testcluster::{RequestStats, TestCluster, TestClusterConfig};
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::apps::v1::ReplicaSet;
+use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
+use serde_json::json;
+
+const BIN: &str = env!("CARGO_BIN_EXE_replicaset-controller");
+const NS: &str = "default";
+const CREATE_TASKS: usize = 8;
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The controller binary as a child process; its log lines are kept.
+struct Controller {
+    child: Child,
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl Controller {
+    fn spawn(kubeconfig: &str, workers: usize) -> Self {
+        let workers = workers.to_string();
+        let mut child = Command::new(BIN)
+            .args([
+                "--kubeconfig",
+                kubeconfig,
+                "--metrics-addr",
+                "0",
+                "--health-addr",
+                "0",
+                "--workers",
+                &workers,
+            ])
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = lines.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if line.contains("WARN") || line.contains("ERROR") {
+                    eprintln!("[controller] {line}");
+                }
+                sink.lock().unwrap().push(line);
+            }
+        });
+        Self { child, lines }
+    }
+
+    fn logged(&self, needle: &str) -> bool {
+        self.lines
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.contains(needle))
+    }
+
+    fn count_logged(&self, needle: &str) -> usize {
+        let lines = self.lines.lock().unwrap();
+        lines.iter().filter(|l| l.contains(needle)).count()
+    }
+
+    /// Peak resident set size in KiB (`VmHWM`), or 0 if unreadable.
+    fn peak_rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0)
+    }
+
+    async fn stop(mut self) -> std::process::ExitStatus {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        for _ in 0..1200 {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        self.child.kill().unwrap();
+        panic!("controller did not exit within 60 s of SIGTERM");
+    }
+}
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn replica_set(name: &str, replicas: usize) -> ReplicaSet {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10"}]}
+            }
+        }
+    }))
+    .unwrap()
+}
+
+/// What the watch saw of the ReplicaSets.
+#[derive(Default)]
+struct Seen {
+    /// name -> (last status as JSON, number of distinct statuses seen).
+    statuses: HashMap<String, (serde_json::Value, u64)>,
+    /// ReplicaSets reporting every replica ready.
+    converged: usize,
+    /// Watch requests opened.
+    watches: u64,
+}
+
+/// Follows every ReplicaSet in `NS` until `count` of them report `replicas`
+/// ready replicas; returns what it saw.
+async fn follow(api: Api<ReplicaSet>, count: usize, replicas: usize) -> Seen {
+    let mut seen = Seen::default();
+    let mut version = "0".to_string();
+    let want = i32::try_from(replicas).unwrap();
+    loop {
+        seen.watches += 1;
+        let params = WatchParams::default().timeout(290);
+        let mut stream = api.watch(&params, &version).await.unwrap().boxed();
+        while let Some(event) = stream.try_next().await.unwrap() {
+            let rs = match event {
+                WatchEvent::Added(rs) | WatchEvent::Modified(rs) => rs,
+                WatchEvent::Bookmark(b) => {
+                    version = b.metadata.resource_version;
+                    continue;
+                }
+                WatchEvent::Deleted(_) => continue,
+                WatchEvent::Error(e) => panic!("watch error: {e:?}"),
+            };
+            version = rs.metadata.resource_version.clone().unwrap_or(version);
+            let name = rs.metadata.name.clone().unwrap();
+            let status = rs.status.clone().unwrap_or_default();
+            let value = serde_json::to_value(&status).unwrap();
+            let converged = is_converged(&value, want);
+            match seen.statuses.get_mut(&name) {
+                // The ADDED event of a new ReplicaSet is the baseline.
+                None => {
+                    seen.converged += usize::from(converged);
+                    seen.statuses.insert(name, (value, 0));
+                }
+                Some(entry) if entry.0 != value => {
+                    match (is_converged(&entry.0, want), converged) {
+                        (false, true) => seen.converged += 1,
+                        (true, false) => seen.converged -= 1,
+                        _ => {}
+                    }
+                    *entry = (value, entry.1 + 1);
+                }
+                Some(_) => {}
+            }
+            if seen.converged == count {
+                return seen;
+            }
+        }
+    }
+}
+
+fn is_converged(status: &serde_json::Value, replicas: i32) -> bool {
+    let field = |f: &str| status.get(f).and_then(serde_json::Value::as_i64);
+    field("replicas") == Some(replicas.into()) && field("readyReplicas") == Some(replicas.into())
+}
+
+/// `{"create pods": {"2xx": n, ...}, ...}` for external requests.
+fn by_resource(stats: &RequestStats) -> BTreeMap<String, serde_json::Value> {
+    stats
+        .iter()
+        .filter(|(k, _)| !k.internal)
+        .map(|(k, c)| {
+            let resource = if k.resource.is_empty() {
+                "(non-resource)".to_string()
+            } else {
+                k.resource_path()
+            };
+            let mut counts = json!({"2xx": c.success});
+            if c.client_error > 0 {
+                counts["4xx"] = json!(c.client_error);
+            }
+            if c.server_error > 0 {
+                counts["5xx"] = json!(c.server_error);
+            }
+            (format!("{} {resource}", k.verb), counts)
+        })
+        .collect()
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; `cargo test --benches` does not and
+    // gets a smoke run of a few small ReplicaSets.
+    let smoke = !std::env::args().any(|a| a == "--bench");
+    let rs_count = env_usize("CTRLKIT_BENCH_RS", if smoke { 5 } else { 1_000 });
+    let replicas = env_usize("CTRLKIT_BENCH_REPLICAS", if smoke { 2 } else { 10 });
+    let workers = env_usize("CTRLKIT_BENCH_WORKERS", 5);
+    let timeout = Duration::from_secs(env_usize("CTRLKIT_BENCH_TIMEOUT_SECS", 1_800) as u64);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async move {
+        tokio::time::timeout(timeout, run(rs_count, replicas, workers))
+            .await
+            .expect("scale-out did not converge within CTRLKIT_BENCH_TIMEOUT_SECS");
+    });
+}
+
+async fn run(rs_count: usize, replicas: usize, workers: usize) {
+    let pods = rs_count * replicas;
+    // 110 pods per node, as the kubelet's default maxPods, with 10% spare.
+    let nodes = (pods * 11 / 10).div_ceil(110).max(1);
+    let kubelet = KubeletConfig::with_nodes(nodes, 110)
+        .schedule_delay(Duration::from_millis(1))
+        .start_delay(Duration::from_millis(5))
+        .ready_delay(Duration::from_millis(5));
+    let cluster = TestCluster::start(
+        TestClusterConfig::default()
+            .with_kubelet(kubelet)
+            .with_watch_history(200_000),
+    )
+    .await
+    .unwrap();
+    let kubeconfig = tempfile::NamedTempFile::new().unwrap();
+    cluster.write_kubeconfig(kubeconfig.path()).unwrap();
+    let client = cluster.client();
+    let api: Api<ReplicaSet> = Api::namespaced(client.clone(), NS);
+
+    let before = cluster.requests();
+    let controller = Controller::spawn(kubeconfig.path().to_str().unwrap(), workers);
+    let started = Instant::now();
+    while !controller.logged("informer caches synced") {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "controller did not sync its caches"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    let watch = tokio::spawn(follow(api.clone(), rs_count, replicas));
+    let t0 = Instant::now();
+    futures::stream::iter(0..rs_count)
+        .for_each_concurrent(CREATE_TASKS, |i| {
+            let api = api.clone();
+            async move {
+                let rs = replica_set(&format!("rs-{i:05}"), replicas);
+                api.create(&PostParams::default(), &rs).await.unwrap();
+            }
+        })
+        .await;
+    let created_in = t0.elapsed();
+    let seen = watch.await.unwrap();
+    let converged_in = t0.elapsed();
+    let at_convergence = cluster.requests().since(&before);
+
+    // Late writes after convergence count too.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let stats = cluster.requests().since(&before);
+    let peak_rss_kib = controller.peak_rss_kib();
+    let warnings = controller.count_logged("WARN");
+    let errors = controller.count_logged("ERROR");
+    let exit = controller.stop().await;
+
+    // Cross-check the end state with one list (after the statistics).
+    let list = api.list(&ListParams::default()).await.unwrap();
+    let all_ready = list.items.len() == rs_count
+        && list.items.iter().all(|rs| {
+            rs.status
+                .as_ref()
+                .and_then(|s| s.ready_replicas)
+                .is_some_and(|r| r == i32::try_from(replicas).unwrap())
+        });
+
+    // The benchmark's own requests: the ReplicaSet creates and its watch.
+    let own_creates = rs_count as u64;
+    let own_watches = seen.watches;
+    let pod_creates = stats.count("create", "pods");
+    let status_writes = stats.count("update", "replicasets/status");
+    let status_changes: u64 = seen.statuses.values().map(|(_, n)| *n).sum();
+    let max_changes = seen.statuses.values().map(|(_, n)| *n).max().unwrap_or(0);
+    let failed = stats.total().failed();
+    let controller_requests = stats.total().total() - own_creates - own_watches;
+    let writes_per_change = status_writes.total() as f64 / status_changes.max(1) as f64;
+    let result = json!({
+        "bench": "scale_out",
+        "replica_sets": rs_count,
+        "replicas": replicas,
+        "controller_workers": workers,
+        "nodes": nodes,
+        "wall_time_s": (converged_in.as_secs_f64() * 1000.0).round() / 1000.0,
+        "create_phase_s": (created_in.as_secs_f64() * 1000.0).round() / 1000.0,
+        "pods_per_s": (pods as f64 / converged_in.as_secs_f64()).round(),
+        "controller_peak_rss_mib": (peak_rss_kib as f64 / 1024.0 * 10.0).round() / 10.0,
+        "controller_requests": controller_requests,
+        "pod_creates": pod_creates.total(),
+        "pod_creates_at_convergence": at_convergence.count("create", "pods").total(),
+        "status_writes": status_writes.total(),
+        "status_writes_per_rs": status_writes.total() as f64 / rs_count as f64,
+        "status_changes_seen": status_changes,
+        "max_status_changes_per_rs": max_changes,
+        "status_writes_per_change": (writes_per_change * 1000.0).round() / 1000.0,
+        "status_conflicts": stats.code(409),
+        "failed_requests": failed,
+        "codes": stats.codes(),
+        "requests": by_resource(&stats),
+        "bench_own_requests": {"create replicasets": own_creates, "watch replicasets": own_watches},
+        "kubelet_requests": stats.internal_total().total(),
+        "controller_log": {"warnings": warnings, "errors": errors},
+        "controller_exit": exit.code(),
+        "end_state_all_ready": all_ready,
+        "targets": {
+            "exact_pod_creates": pod_creates.total() == pods as u64 && pod_creates.success == pods as u64,
+            "at_most_2_status_writes_per_change": writes_per_change <= 2.0,
+            "no_failed_requests": failed == 0,
+        },
+    });
+    println!("{result}");
+    cluster.shutdown().await;
+    assert!(all_ready, "not every ReplicaSet ended ready");
+    assert_eq!(exit.code(), Some(0), "controller exit status");
+}
