@@ -2,6 +2,9 @@
 //!
 //! `cargo bench -p ctrlkit-testcluster --bench throughput`
 //!
+//! Every line carries the process CPU seconds of its phase, so figures
+//! from a shared machine can be judged by rate per CPU-second too.
+//!
 //! Client and server share the process (and the machine's cores), so the
 //! figures are end-to-end: they include kube-client's own serialization.
 #![allow(clippy::unwrap_used)]
@@ -155,6 +158,104 @@ async fn raw_watch(client: Client, path: String, want: usize) {
     }
 }
 
+/// Wall-clock and process CPU seconds of one phase.
+struct Phase {
+    wall: Instant,
+    cpu: f64,
+}
+
+impl Phase {
+    fn start() -> Phase {
+        Phase {
+            wall: Instant::now(),
+            cpu: cpu_seconds(),
+        }
+    }
+
+    /// (wall seconds, process CPU seconds) since the start.
+    fn end(&self) -> (f64, f64) {
+        (self.wall.elapsed().as_secs_f64(), cpu_seconds() - self.cpu)
+    }
+}
+
+async fn namespace(client: &Client, ns: &str) -> String {
+    let n: Namespace = serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap();
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &n)
+        .await
+        .unwrap();
+    Api::<Pod>::namespaced(client.clone(), ns)
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap()
+}
+
+fn create_line(bench: &str, stored: usize, watchers: &str, (wall, cpu): (f64, f64)) {
+    println!(
+        "{}",
+        json!({"bench": bench, "tasks": TASKS, "pods": PODS, "stored_before": stored, "watchers": watchers,
+               "creates_per_sec": (PODS as f64 / wall).round(), "process_cpu_sec": (cpu * 100.0).round() / 100.0,
+               "creates_per_process_cpu_sec": (PODS as f64 / cpu).round()})
+    );
+}
+
+/// Creates with `WATCHERS` live watchers on the namespace, raw HTTP
+/// (`raw`) or kube-client; prints the create and delivery rates.
+async fn create_with_watchers(client: &Client, ns: &str, prefix: &str, raw: bool, stored: usize) {
+    let rv = namespace(client, ns).await;
+    let delivered = Arc::new(AtomicUsize::new(0));
+    let mut watchers = Vec::new();
+    for _ in 0..WATCHERS {
+        if raw {
+            let path = format!("/api/v1/namespaces/{ns}/pods?watch=true&resourceVersion={rv}");
+            watchers.push(tokio::spawn(raw_watch(client.clone(), path, PODS)));
+            continue;
+        }
+        let api = Api::<Pod>::namespaced(client.clone(), ns);
+        let stream = api
+            .watch(&WatchParams::default().disable_bookmarks(), &rv)
+            .await
+            .unwrap();
+        let delivered = delivered.clone();
+        watchers.push(tokio::spawn(async move {
+            let mut stream = stream.boxed();
+            let mut seen = 0;
+            while seen < PODS {
+                if let Some(Ok(WatchEvent::Added(_))) = stream.next().await {
+                    seen += 1;
+                    delivered.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }));
+    }
+    let phase = Phase::start();
+    create_pods(client, ns, prefix).await;
+    let creates = phase.end();
+    for w in watchers {
+        tokio::time::timeout(Duration::from_secs(300), w)
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    let (wall, cpu) = phase.end();
+    let kind = if raw { "raw_http" } else { "kube_client" };
+    create_line(
+        "create_pods",
+        stored,
+        &format!("{WATCHERS} {kind}"),
+        creates,
+    );
+    println!(
+        "{}",
+        json!({"bench": format!("watch_live_{kind}"), "watchers": WATCHERS, "events": WATCHERS * PODS,
+               "events_per_sec": ((WATCHERS * PODS) as f64 / wall).round(), "process_cpu_sec": (cpu * 100.0).round() / 100.0,
+               "note": "bounded by the concurrent create rate (the process CPU includes the creates)"})
+    );
+}
+
 fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -162,84 +263,44 @@ fn main() {
         .build()
         .unwrap();
     rt.block_on(async {
-        let config = TestClusterConfig::default().with_watch_history(4 * PODS);
+        let config = TestClusterConfig::default().with_watch_history(8 * PODS);
         let cluster = TestCluster::start(config).await.unwrap();
         let client = cluster.client();
-        let namespaces = Api::<Namespace>::all(client.clone());
-        for ns in ["bench-a", "bench-b"] {
-            let n: Namespace = serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap();
-            namespaces.create(&PostParams::default(), &n).await.unwrap();
-        }
+        let start_rv = namespace(&client, "bench-a").await;
         let pods_a = Api::<Pod>::namespaced(client.clone(), "bench-a");
-        let start_rv = pods_a.list(&ListParams::default()).await.unwrap().metadata.resource_version.unwrap();
 
-        // 1. Creates into an empty store, then with 10,000 pods stored.
+        // 1. Creates into an empty store.
         let rss_before = rss_bytes();
-        let cpu = cpu_seconds();
-        let rate_empty = create_pods(&client, "bench-a", "p").await;
-        let cpu = cpu_seconds() - cpu;
+        let phase = Phase::start();
+        create_pods(&client, "bench-a", "p").await;
+        create_line("create_pods", 0, "none", phase.end());
         let rss_after = rss_bytes();
-        println!(
-            "{}",
-            json!({"bench": "create_pods", "tasks": TASKS, "pods": PODS, "stored_before": 0, "creates_per_sec": rate_empty.round(),
-                   "process_cpu_sec": cpu, "creates_per_process_cpu_sec": (PODS as f64 / cpu).round()})
-        );
         println!(
             "{}",
             json!({"bench": "memory_per_stored_pod", "rss_delta_bytes_per_pod": (rss_after.saturating_sub(rss_before)) / PODS as u64,
                    "note": "process RSS delta over 10,000 creates; includes the watch history entry per create and client-side garbage"})
         );
 
-        // 1b. The same over raw HTTP (no client-side serde): the server's rate.
-        let n: Namespace = serde_json::from_value(json!({"metadata": {"name": "bench-raw"}})).unwrap();
-        namespaces.create(&PostParams::default(), &n).await.unwrap();
-        let cpu = cpu_seconds();
-        let rate_raw = create_pods_raw(&client, "bench-raw", "r").await;
-        let cpu = cpu_seconds() - cpu;
-        println!(
-            "{}",
-            json!({"bench": "create_pods_raw_http", "tasks": TASKS, "pods": PODS, "stored_before": PODS, "creates_per_sec": rate_raw.round(),
-                   "process_cpu_sec": cpu, "creates_per_process_cpu_sec": (PODS as f64 / cpu).round()})
-        );
+        // 2. The target: creates with 10,000 pods stored.
+        namespace(&client, "bench-b").await;
+        let phase = Phase::start();
+        create_pods(&client, "bench-b", "q").await;
+        create_line("create_pods", PODS, "none", phase.end());
 
-        // 2. Live watch delivery: 10 kube-client watchers while 10,000 more pods are created.
-        let rv_b = Api::<Pod>::namespaced(client.clone(), "bench-b").list(&ListParams::default()).await.unwrap().metadata.resource_version.unwrap();
-        let delivered = Arc::new(AtomicUsize::new(0));
-        let mut watchers = Vec::new();
-        for _ in 0..WATCHERS {
-            let api = Api::<Pod>::namespaced(client.clone(), "bench-b");
-            let stream = api.watch(&WatchParams::default().disable_bookmarks(), &rv_b).await.unwrap();
-            let delivered = delivered.clone();
-            watchers.push(tokio::spawn(async move {
-                let mut stream = stream.boxed();
-                let mut seen = 0;
-                while seen < PODS {
-                    if let Some(Ok(WatchEvent::Added(_))) = stream.next().await {
-                        seen += 1;
-                        delivered.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-            }));
-        }
-        let start = Instant::now();
-        let rate_full = create_pods(&client, "bench-b", "q").await;
-        for w in watchers {
-            tokio::time::timeout(Duration::from_secs(300), w).await.unwrap().unwrap();
-        }
-        let elapsed = start.elapsed().as_secs_f64();
-        println!(
-            "{}",
-            json!({"bench": "create_pods", "tasks": TASKS, "pods": PODS, "stored_before": PODS, "watchers": WATCHERS, "creates_per_sec": rate_full.round()})
-        );
-        println!(
-            "{}",
-            json!({"bench": "watch_live_kube_client", "watchers": WATCHERS, "events": delivered.load(Ordering::Relaxed),
-                   "events_per_sec": (delivered.load(Ordering::Relaxed) as f64 / elapsed).round(),
-                   "note": "bounded by the concurrent create rate; events decoded into Pod by kube-client"})
-        );
+        // 3. The same over raw HTTP (no client-side serde): the server's rate.
+        namespace(&client, "bench-raw").await;
+        let phase = Phase::start();
+        create_pods_raw(&client, "bench-raw", "r").await;
+        create_line("create_pods_raw_http", 2 * PODS, "none", phase.end());
 
-        // 3. Replay delivery: 10 watchers replay 10,000 kept events each.
-        let start = Instant::now();
+        // 4. Live watch delivery while creating: raw HTTP watchers (the
+        // server's cost), then kube-client watchers (which decode every
+        // event into a Pod in this process).
+        create_with_watchers(&client, "bench-c", "s", true, 3 * PODS).await;
+        create_with_watchers(&client, "bench-d", "t", false, 4 * PODS).await;
+
+        // 5. Replay delivery: 10 watchers replay 10,000 kept events each.
+        let phase = Phase::start();
         let mut handles = Vec::new();
         for _ in 0..WATCHERS {
             let api = Api::<Pod>::namespaced(client.clone(), "bench-a");
@@ -257,14 +318,15 @@ fn main() {
         for h in handles {
             h.await.unwrap();
         }
-        let rate = (WATCHERS * PODS) as f64 / start.elapsed().as_secs_f64();
+        let (wall, cpu) = phase.end();
         println!(
             "{}",
-            json!({"bench": "watch_replay_kube_client", "watchers": WATCHERS, "events": WATCHERS * PODS, "events_per_sec": rate.round()})
+            json!({"bench": "watch_replay_kube_client", "watchers": WATCHERS, "events": WATCHERS * PODS,
+                   "events_per_sec": ((WATCHERS * PODS) as f64 / wall).round(), "events_per_process_cpu_sec": ((WATCHERS * PODS) as f64 / cpu).round()})
         );
 
-        // 4. The same replay over raw HTTP (frames counted, not decoded): the server's delivery rate.
-        let start = Instant::now();
+        // 6. The same replay over raw HTTP (frames counted, not decoded): the server's delivery rate.
+        let phase = Phase::start();
         let mut handles = Vec::new();
         for _ in 0..WATCHERS {
             let path = format!("/api/v1/namespaces/bench-a/pods?watch=true&resourceVersion={start_rv}");
@@ -273,17 +335,28 @@ fn main() {
         for h in handles {
             h.await.unwrap();
         }
-        let rate = (WATCHERS * PODS) as f64 / start.elapsed().as_secs_f64();
+        let (wall, cpu) = phase.end();
         println!(
             "{}",
-            json!({"bench": "watch_replay_raw_http", "watchers": WATCHERS, "events": WATCHERS * PODS, "events_per_sec": rate.round()})
+            json!({"bench": "watch_replay_raw_http", "watchers": WATCHERS, "events": WATCHERS * PODS,
+                   "events_per_sec": ((WATCHERS * PODS) as f64 / wall).round(), "events_per_process_cpu_sec": ((WATCHERS * PODS) as f64 / cpu).round()})
         );
 
-        // 5. A full list of 10,000 pods.
+        // 7. A full list of 10,000 pods.
         let start = Instant::now();
         let list = pods_a.list(&ListParams::default()).await.unwrap();
         assert_eq!(list.items.len(), PODS);
         println!("{}", json!({"bench": "list_10000_pods_kube_client", "millis": start.elapsed().as_millis()}));
+
+        // Every request succeeded; requests by verb.
+        let stats = cluster.requests();
+        assert_eq!(stats.total().failed(), 0, "failed requests:\n{stats}");
+        let by_verb: serde_json::Map<String, serde_json::Value> = stats
+            .by_verb()
+            .into_iter()
+            .map(|(verb, c)| (verb.to_string(), json!(c.total())))
+            .collect();
+        println!("{}", json!({"bench": "requests", "by_verb": by_verb, "failed": 0}));
         cluster.shutdown().await;
     });
 }

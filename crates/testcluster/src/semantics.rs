@@ -1,10 +1,6 @@
 //! Per-resource rules: defaulting, validation and what an update may change.
 
 use crate::json::At;
-use k8s_openapi::api::{
-    apps::v1 as apps, coordination::v1 as coordination, core::v1 as core, events::v1 as events,
-};
-use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::resources::{self, RESOURCES, ResourceDef};
@@ -81,21 +77,95 @@ pub(crate) fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
     }
 }
 
-/// Check that the body has the shape of the typed Kubernetes object.
-fn typed_check(resource: usize, obj: &Value) -> Result<(), String> {
-    fn check<'a, T: Deserialize<'a>>(v: &'a Value) -> Result<(), String> {
-        T::deserialize(v).map(|_| ()).map_err(|e| e.to_string())
+fn string_map(v: &Value, field: &str) -> Result<(), String> {
+    match v {
+        Value::Null => Ok(()),
+        Value::Object(m) => match m.iter().find(|(_, x)| !x.is_string()) {
+            Some((k, _)) => Err(format!("{field}.{k}: expected a string")),
+            None => Ok(()),
+        },
+        _ => Err(format!("{field}: expected a map of strings")),
     }
-    match (RESOURCES[resource].api_version, RESOURCES[resource].plural) {
-        ("v1", "namespaces") => check::<core::Namespace>(obj),
-        ("v1", "pods") => check::<core::Pod>(obj),
-        ("v1", "replicationcontrollers") => check::<core::ReplicationController>(obj),
-        ("v1", "events") => check::<core::Event>(obj),
-        ("apps/v1", "replicasets") => check::<apps::ReplicaSet>(obj),
-        ("events.k8s.io/v1", "events") => check::<events::Event>(obj),
-        ("coordination.k8s.io/v1", "leases") => check::<coordination::Lease>(obj),
-        _ => Ok(()),
+}
+
+fn array_of(v: &Value, field: &str, item: fn(&Value) -> bool, what: &str) -> Result<(), String> {
+    match v {
+        Value::Null => Ok(()),
+        Value::Array(items) if items.iter().all(item) => Ok(()),
+        Value::Array(_) => Err(format!("{field}: expected a list of {what}")),
+        _ => Err(format!("{field}: expected a list")),
     }
+}
+
+fn opt_str(v: Option<&Value>) -> bool {
+    v.is_none_or(|x| x.is_string() || x.is_null())
+}
+
+/// Check that the body has the shape clients decode: the fields every
+/// client reads (metadata, the object sections, pod containers) have the
+/// right JSON types. Cheaper than decoding the typed k8s-openapi object on
+/// every write, and catches what would make stored objects undecodable
+/// for informers.
+fn shape_check(resource: usize, obj: &Value) -> Result<(), String> {
+    let null = Value::Null;
+    let meta = obj.get("metadata").unwrap_or(&null);
+    if !meta.is_object() && !meta.is_null() {
+        return Err("metadata: expected an object".into());
+    }
+    for field in [
+        "name",
+        "generateName",
+        "namespace",
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+        "deletionTimestamp",
+    ] {
+        if !opt_str(meta.get(field)) {
+            return Err(format!("metadata.{field}: expected a string"));
+        }
+    }
+    string_map(meta.get("labels").unwrap_or(&null), "metadata.labels")?;
+    string_map(
+        meta.get("annotations").unwrap_or(&null),
+        "metadata.annotations",
+    )?;
+    array_of(
+        meta.get("finalizers").unwrap_or(&null),
+        "metadata.finalizers",
+        Value::is_string,
+        "strings",
+    )?;
+    array_of(
+        meta.get("ownerReferences").unwrap_or(&null),
+        "metadata.ownerReferences",
+        |r| {
+            r.is_object()
+                && ["apiVersion", "kind", "name", "uid"]
+                    .iter()
+                    .all(|f| r.get(*f).is_some_and(Value::is_string))
+                && r.get("controller")
+                    .is_none_or(|c| c.is_boolean() || c.is_null())
+        },
+        "objects with string apiVersion, kind, name and uid",
+    )?;
+    for section in ["spec", "status"] {
+        if let Some(v) = obj.get(section)
+            && !v.is_object()
+            && !v.is_null()
+        {
+            return Err(format!("{section}: expected an object"));
+        }
+    }
+    if resource == resources::PODS {
+        array_of(
+            obj.at(&["spec", "containers"]).unwrap_or(&null),
+            "spec.containers",
+            |c| c.is_object() && opt_str(c.get("name")) && opt_str(c.get("image")),
+            "containers",
+        )?;
+    }
+    Ok(())
 }
 
 /// Check the request body names the right kind and decodes as that type.
@@ -117,7 +187,7 @@ pub(crate) fn check_body(resource: usize, obj: &mut Value) -> Result<(), ApiErro
     }
     map.insert("kind".into(), Value::String(def.kind.into()));
     map.insert("apiVersion".into(), Value::String(def.api_version.into()));
-    typed_check(resource, obj).map_err(|e| {
+    shape_check(resource, obj).map_err(|e| {
         ApiError::bad_request(format!("the request body is not a valid {}: {e}", def.kind))
     })
 }
@@ -540,4 +610,37 @@ pub(crate) fn apply_scale(obj: &mut Value, scale: &Value) -> Result<(), ApiError
         meta_mut(obj).insert("resourceVersion".into(), rv.clone());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(v: Value) -> Result<(), ApiError> {
+        let mut v = v;
+        check_body(resources::PODS, &mut v)
+    }
+
+    #[test]
+    fn bodies_that_clients_could_not_decode_are_rejected() {
+        let ok = json!({"metadata": {"name": "a", "labels": {"x": "y"},
+                         "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "o", "uid": "u", "controller": true}]},
+                        "spec": {"containers": [{"name": "c", "image": "i"}]}});
+        assert!(pod(ok).is_ok());
+        for bad in [
+            json!({"metadata": "x"}),
+            json!({"metadata": {"name": 1}}),
+            json!({"metadata": {"labels": {"x": 1}}}),
+            json!({"metadata": {"annotations": ["x"]}}),
+            json!({"metadata": {"finalizers": [1]}}),
+            json!({"metadata": {"ownerReferences": [{"kind": "Pod"}]}}),
+            json!({"spec": []}),
+            json!({"spec": {"containers": [{"name": 3}]}}),
+            json!({"spec": {"containers": {}}}),
+            json!({"kind": "Service"}),
+        ] {
+            let err = pod(bad.clone()).unwrap_err();
+            assert_eq!(err.code, 400, "{bad}");
+        }
+    }
 }

@@ -29,6 +29,22 @@ use crate::watch::{self, Start, WatchSpec};
 /// kubelet simulation); faults never apply to them.
 pub(crate) const INTERNAL_HEADER: &str = "x-ctrlkit-internal";
 
+/// Most watch frames sent as one body chunk.
+const WATCH_BATCH: usize = 256;
+
+/// Frames that are ready together go out as one chunk: one write and one
+/// chunk header instead of one per event when a watcher catches up.
+fn coalesce(frames: Vec<Bytes>) -> Bytes {
+    if frames.len() == 1 {
+        return frames.into_iter().next().unwrap_or_default();
+    }
+    let mut buf = BytesMut::with_capacity(frames.iter().map(Bytes::len).sum());
+    for f in &frames {
+        buf.extend_from_slice(f);
+    }
+    buf.freeze()
+}
+
 /// Largest request body accepted.
 const MAX_BODY: usize = 16 * 1024 * 1024;
 
@@ -635,7 +651,11 @@ fn watch_response(
     } else {
         watch::watch(server.api.clone(), spec)
     };
-    let frames = server.faults.wrap_watch(info, frames);
+    let frames = server
+        .faults
+        .wrap_watch(info, frames)
+        .ready_chunks(WATCH_BATCH)
+        .map(coalesce);
     let mut r = Response::new(Body::from_stream(frames.map(Ok::<_, Infallible>)));
     r.headers_mut().insert(
         header::CONTENT_TYPE,

@@ -337,14 +337,10 @@ impl Store {
             return Ok(Vec::new());
         };
         // Every commit pushes exactly one event, so versions are contiguous.
-        let start = (after + 1).saturating_sub(first) as usize;
-        Ok(inner
-            .history
-            .iter()
-            .skip(start)
-            .take(max)
-            .cloned()
-            .collect())
+        let len = inner.history.len();
+        let start = usize::try_from((after + 1).saturating_sub(first)).map_or(len, |s| s.min(len));
+        let end = start.saturating_add(max).min(len);
+        Ok(inner.history.range(start..end).cloned().collect())
     }
 
     /// Whether a watch may start from `rv`.
