@@ -359,6 +359,7 @@ async fn run(rs_count: usize, replicas: usize, workers: usize) {
         "status_writes_per_change": (writes_per_change * 1000.0).round() / 1000.0,
         "status_conflicts": stats.code(409),
         "failed_requests": failed,
+        "failed_requests_other_than_409": failed - stats.code(409),
         "codes": stats.codes(),
         "requests": by_resource(&stats),
         "bench_own_requests": {"create replicasets": own_creates, "watch replicasets": own_watches},

@@ -14,7 +14,9 @@
 //! - `crowded_orphans`: the same number of unrelated pods, of which
 //!   `CTRLKIT_BENCH_ORPHANS` (default 1,000) are orphans (no controller,
 //!   labels the ReplicaSet does not select) — every sync must look at the
-//!   namespace's orphans, since it could adopt them.
+//!   namespace's orphans, since it could adopt them;
+//! - `orphans_only`: only the orphans (no other pods), which separates the
+//!   cost of the orphans from the size of the cache.
 //!
 //! The cases run interleaved, sample by sample, so load changes on a shared
 //! machine affect them alike. The last line compares the medians against
@@ -251,6 +253,7 @@ fn main() {
             Case::new("empty", 0, 0).await,
             Case::new("crowded_owned", unrelated, 0).await,
             Case::new("crowded_orphans", unrelated, orphans).await,
+            Case::new("orphans_only", orphans, orphans).await,
         ];
         eprintln!("setup took {:?}", setup.elapsed());
         // Warm-up, then interleaved samples.
@@ -284,7 +287,7 @@ fn main() {
             );
         }
         let empty = cases[0].percentile(0.5);
-        for case in &cases[1..] {
+        for case in &cases[1..3] {
             let ratio = case.percentile(0.5) / empty;
             println!(
                 "{}",
