@@ -116,6 +116,11 @@ impl Controller {
             .unwrap_or(0)
     }
 
+    /// CPU time (user + system) used so far, in seconds.
+    fn cpu_seconds(&self) -> f64 {
+        cpu_seconds(&format!("/proc/{}/stat", self.child.id()))
+    }
+
     async fn stop(mut self) -> std::process::ExitStatus {
         let status = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
@@ -140,6 +145,26 @@ impl Drop for Controller {
             let _ = self.child.wait();
         }
     }
+}
+
+/// User + system CPU seconds from a `/proc/<pid>/stat` file (clock ticks
+/// of 1/100 s, the value on every common Linux configuration); 0 if
+/// unreadable.
+fn cpu_seconds(path: &str) -> f64 {
+    let stat = std::fs::read_to_string(path).unwrap_or_default();
+    // The fields after the parenthesised command name; utime and stime are
+    // the 14th and 15th fields of the line.
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return 0.0;
+    };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    (ticks(11) + ticks(12)) as f64 / 100.0
 }
 
 fn replica_set(name: &str, replicas: usize) -> ReplicaSet {
@@ -296,6 +321,7 @@ async fn run(rs_count: usize, replicas: usize, workers: usize) {
     }
 
     let watch = tokio::spawn(follow(api.clone(), rs_count, replicas));
+    let (controller_cpu0, own_cpu0) = (controller.cpu_seconds(), cpu_seconds("/proc/self/stat"));
     let t0 = Instant::now();
     futures::stream::iter(0..rs_count)
         .for_each_concurrent(CREATE_TASKS, |i| {
@@ -309,6 +335,8 @@ async fn run(rs_count: usize, replicas: usize, workers: usize) {
     let created_in = t0.elapsed();
     let seen = watch.await.unwrap();
     let converged_in = t0.elapsed();
+    let controller_cpu = controller.cpu_seconds() - controller_cpu0;
+    let own_cpu = cpu_seconds("/proc/self/stat") - own_cpu0;
     let at_convergence = cluster.requests().since(&before);
 
     // Late writes after convergence count too.
@@ -349,6 +377,8 @@ async fn run(rs_count: usize, replicas: usize, workers: usize) {
         "create_phase_s": (created_in.as_secs_f64() * 1000.0).round() / 1000.0,
         "pods_per_s": (pods as f64 / converged_in.as_secs_f64()).round(),
         "controller_peak_rss_mib": (peak_rss_kib as f64 / 1024.0 * 10.0).round() / 10.0,
+        "controller_cpu_s": (controller_cpu * 100.0).round() / 100.0,
+        "cluster_and_driver_cpu_s": (own_cpu * 100.0).round() / 100.0,
         "controller_requests": controller_requests,
         "pod_creates": pod_creates.total(),
         "pod_creates_at_convergence": at_convergence.count("create", "pods").total(),
