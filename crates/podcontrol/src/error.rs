@@ -70,7 +70,7 @@ impl PodControlError {
     /// Whether the object did not exist (HTTP 404 / reason `NotFound`).
     pub fn is_not_found(&self) -> bool {
         self.status()
-            .is_some_and(|s| reason_or_code(s, reason::NOT_FOUND, 404))
+            .is_some_and(|s| status_is(s, reason::NOT_FOUND, 404))
     }
 
     /// Whether the request conflicted with the stored object (HTTP 409 /
@@ -78,7 +78,7 @@ impl PodControlError {
     /// precondition.
     pub fn is_conflict(&self) -> bool {
         self.status()
-            .is_some_and(|s| reason_or_code(s, reason::CONFLICT, 409))
+            .is_some_and(|s| status_is(s, reason::CONFLICT, 409))
     }
 
     /// Whether an object with that name already exists (reason
@@ -93,7 +93,7 @@ impl PodControlError {
         matches!(self, Self::NamespaceTerminating { .. })
             || self
                 .status()
-                .is_some_and(|s| reason_or_code(s, reason::FORBIDDEN, 403))
+                .is_some_and(|s| status_is(s, reason::FORBIDDEN, 403))
     }
 
     /// Whether the request was rejected as invalid: an API validation error
@@ -103,7 +103,7 @@ impl PodControlError {
         matches!(self, Self::InvalidTemplate(_) | Self::InvalidPatch(_))
             || self
                 .status()
-                .is_some_and(|s| reason_or_code(s, reason::INVALID, 422))
+                .is_some_and(|s| status_is(s, reason::INVALID, 422))
     }
 
     /// Whether the create was refused because the namespace is being deleted.
@@ -130,15 +130,18 @@ pub fn is_namespace_terminating_status(status: &Status) -> bool {
             .any(|c| c.reason == NAMESPACE_TERMINATING_CAUSE)
     });
     has_cause
-        || (reason_or_code(status, reason::FORBIDDEN, 403)
+        || (status_is(status, reason::FORBIDDEN, 403)
             && status.message.contains("because it is being terminated"))
 }
 
-/// apimachinery's rule: the reason decides; the HTTP code only counts when the
-/// server sent no reason it knows. (kube-core 5's `Status::is_not_found` and
-/// friends test whether the *expected* reason is known, which it always is, so
-/// a bare 404 with an empty reason would not be recognised.)
-fn reason_or_code(status: &Status, expected: &str, code: u16) -> bool {
+/// Whether `status` means `expected` (a `reason` such as `"NotFound"`), by
+/// apimachinery's rule: the reason decides, and the HTTP `code` only counts
+/// when the server sent no reason it knows.
+///
+/// kube-core 5's `Status::is_not_found` and friends test whether the
+/// *expected* reason is known, which it always is, so a bare 404 with an
+/// empty reason would not be recognised; use this instead.
+pub fn status_is(status: &Status, expected: &str, code: u16) -> bool {
     status.reason == expected || (!reason::is_known(&status.reason) && status.code == code)
 }
 

@@ -119,7 +119,7 @@ pub mod pod;
 pub mod ranking;
 
 pub use control::PodControl;
-pub use error::{PodControlError, is_namespace_terminating_status};
+pub use error::{PodControlError, is_namespace_terminating_status, status_is};
 pub use fake::{FakePodControl, Operation, RecordedCreate, RecordedDelete, RecordedPatch};
 pub use kube_control::{
     FAILED_CREATE_POD_REASON, FAILED_DELETE_POD_REASON, KubePodControl,

@@ -4,12 +4,11 @@ use std::fmt::Debug;
 use std::marker::PhantomData;
 
 use async_trait::async_trait;
-use ctrlkit_podcontrol::{PodControl, PodControlError};
+use ctrlkit_podcontrol::{PodControl, PodControlError, status_is};
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, Patch, PatchParams};
 use kube::core::Status;
-use kube::core::response::reason::is_known as known_reason;
 use serde_json::Value;
 
 /// Classifies an API error the way the claim logic needs: a dependent that
@@ -21,13 +20,6 @@ pub trait ApiErrorClass {
     /// Whether the API server refused the request as invalid (HTTP 422 /
     /// `Invalid`), e.g. because a patch's UID precondition failed.
     fn is_invalid(&self) -> bool;
-}
-
-/// Reason first, status code only when the reason says nothing (empty or
-/// unknown), as apimachinery's `IsNotFound`/`IsInvalid` do. (kube's own
-/// `Status::is_not_found` never falls back to the code.)
-fn status_is(status: &Status, reason: &str, code: u16) -> bool {
-    status.reason == reason || (!known_reason(&status.reason) && status.code == code)
 }
 
 impl ApiErrorClass for Status {
