@@ -22,6 +22,14 @@ pub trait ObservedVersions: Send + Sync {
     /// The newest resourceVersion the cache reflects, if any; only used in
     /// messages.
     fn latest_observed(&self) -> Option<String>;
+
+    /// Whether the cache's answers can be relied on yet. While `false`
+    /// (an informer before its first complete list), writes of this
+    /// resource are not waited for, as upstream skips a store that reports
+    /// no sync version. Defaults to `true`.
+    fn reports_versions(&self) -> bool {
+        true
+    }
 }
 
 impl<K: kube::Resource + Send + Sync> ObservedVersions for Store<K> {
@@ -31,5 +39,11 @@ impl<K: kube::Resource + Send + Sync> ObservedVersions for Store<K> {
 
     fn latest_observed(&self) -> Option<String> {
         self.last_sync_resource_version()
+    }
+
+    /// Only once the informer has completed its first list (a store fed by
+    /// hand without a list, as in unit tests, is never waited for).
+    fn reports_versions(&self) -> bool {
+        self.has_synced()
     }
 }

@@ -46,7 +46,9 @@
 //!   configurable) from its oldest unobserved write; then the store logs a
 //!   warning, forgets the write and lets the sync run, which is exactly
 //!   what a controller without read-own-writes would have done.
-//! - **Resources without a registered cache** are not tracked.
+//! - **Resources without a registered cache** are not tracked, and a cache
+//!   that has not completed its first list yet is not consulted (upstream
+//!   skips a store without a sync version the same way).
 //!
 //! Each case is counted in [`ConsistencyStore::stats`].
 //!
@@ -68,8 +70,11 @@
 //!
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
 //! # async fn main() {
-//! // An informer cache of pods (fed by hand here; a watch in a controller).
+//! // An informer cache of pods (fed by hand here; a watch in a controller),
+//! // after its first (here empty) list.
 //! let pods = Informer::<Pod>::manual().build();
+//! pods.apply_event(Event::Init);
+//! pods.apply_event(Event::InitDone);
 //! let store = ConsistencyStore::builder()
 //!     .cache(GroupResource::of::<Pod>(), pods.store())
 //!     .build();

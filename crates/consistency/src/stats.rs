@@ -16,6 +16,9 @@ pub struct ConsistencyStats {
     pub incomparable: u64,
     /// Writes ignored because no cache was registered for their resource.
     pub unknown_resource: u64,
+    /// Writes not waited for because their cache did not report versions
+    /// yet ([`ObservedVersions::reports_versions`](crate::ObservedVersions::reports_versions)).
+    pub unsynced: u64,
 }
 
 #[derive(Debug, Default)]
@@ -23,6 +26,7 @@ pub(crate) struct StatsCounters {
     gave_up: AtomicU64,
     incomparable: AtomicU64,
     unknown_resource: AtomicU64,
+    unsynced: AtomicU64,
 }
 
 impl StatsCounters {
@@ -38,11 +42,16 @@ impl StatsCounters {
         self.unknown_resource.fetch_add(1, Ordering::Relaxed);
     }
 
+    pub(crate) fn unsynced(&self) {
+        self.unsynced.fetch_add(1, Ordering::Relaxed);
+    }
+
     pub(crate) fn snapshot(&self) -> ConsistencyStats {
         ConsistencyStats {
             gave_up: self.gave_up.load(Ordering::Relaxed),
             incomparable: self.incomparable.load(Ordering::Relaxed),
             unknown_resource: self.unknown_resource.load(Ordering::Relaxed),
+            unsynced: self.unsynced.load(Ordering::Relaxed),
         }
     }
 }

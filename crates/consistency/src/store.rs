@@ -43,7 +43,9 @@ pub const DEFAULT_MAX_WAIT: Duration = Duration::from_secs(30);
 /// - **Fail-open** on what it cannot judge: a write of a resource without a
 ///   registered cache is ignored, an empty resourceVersion is ignored, and
 ///   a written version that cannot be ordered against the cache's
-///   (non-integer resourceVersions) counts as observed. Each is counted.
+///   (non-integer resourceVersions) counts as observed, as does a write
+///   whose cache does not report versions yet
+///   ([`ObservedVersions::reports_versions`]). Each is counted.
 /// - A [`disabled`](Self::disabled) store remembers nothing and is always
 ///   ready: upstream's behaviour without read-own-writes.
 #[derive(Clone)]
@@ -295,6 +297,10 @@ impl Inner {
         let Some((resource, cache)) = self.caches.get(entry.cache) else {
             return Verdict::Observed;
         };
+        if !cache.reports_versions() {
+            self.stats.unsynced();
+            return Verdict::Observed;
+        }
         match cache.has_observed(&entry.version) {
             Ok(true) => Verdict::Observed,
             Err(error) => {

@@ -194,6 +194,13 @@ async fn works_over_an_informer_store() {
         .cache(GroupResource::of::<Pod>(), informer.store())
         .build();
     store.wrote_at(OWNER, &GroupResource::of::<Pod>(), "5");
+    // Before its first list the informer is not consulted (fail open).
+    assert!(store.ensure_ready(OWNER).is_ok());
+    assert_eq!(store.stats().unsynced, 1);
+
+    informer.apply_event(Event::Init);
+    informer.apply_event(Event::InitDone);
+    store.wrote_at(OWNER, &GroupResource::of::<Pod>(), "5");
     assert!(store.ensure_ready(OWNER).is_err());
     let mut pod = Pod::default();
     pod.metadata.namespace = Some("default".into());
