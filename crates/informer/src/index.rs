@@ -4,7 +4,8 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
-use hashbrown::{HashMap, HashSet};
+use hashbrown::HashMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 
 use crate::key::ObjectKey;
@@ -45,15 +46,20 @@ pub fn index_by_namespace<K: Resource>(obj: &K) -> Vec<String> {
 pub fn index_by_controller_uid<K: Resource>(obj: &K) -> Vec<String> {
     let meta = obj.meta();
     let ns = meta.namespace.as_deref().unwrap_or_default();
-    let controller = meta
-        .owner_references
-        .iter()
-        .flatten()
-        .find(|r| r.controller == Some(true));
-    match controller {
-        Some(owner) => vec![controller_index_key(ns, &owner.uid)],
+    match controller_uid(meta) {
+        Some(uid) => vec![controller_index_key(ns, uid)],
         None => vec![orphan_index_key(ns)],
     }
+}
+
+/// The UID of the object's controller: the owner reference marked
+/// `controller: true`, if any.
+pub(crate) fn controller_uid(meta: &ObjectMeta) -> Option<&str> {
+    meta.owner_references
+        .iter()
+        .flatten()
+        .find(|r| r.controller == Some(true))
+        .map(|r| r.uid.as_str())
 }
 
 /// The [`BY_CONTROLLER_UID`] key of objects in `namespace` controlled by the
@@ -69,11 +75,16 @@ pub fn orphan_index_key(namespace: &str) -> String {
     format!("{namespace}/")
 }
 
+/// The objects under one index key, by object key. The index holds the
+/// objects themselves (shared `Arc`s) so a lookup needs no second trip
+/// through the store's maps.
+pub(crate) type Bucket<K> = HashMap<ObjectKey, Arc<K>>;
+
 /// One named index: the function and the key → objects map it maintains.
 pub(crate) struct Index<K> {
     func: IndexFn<K>,
     name: String,
-    entries: HashMap<String, HashSet<ObjectKey>>,
+    entries: HashMap<String, Bucket<K>>,
 }
 
 impl<K> Index<K> {
@@ -97,9 +108,12 @@ impl<K> Index<K> {
         }
     }
 
-    pub(crate) fn insert(&mut self, key: &ObjectKey, obj: &K) {
+    pub(crate) fn insert(&mut self, key: &ObjectKey, obj: &Arc<K>) {
         for k in self.keys_of(obj) {
-            self.entries.entry(k).or_default().insert(key.clone());
+            self.entries
+                .entry(k)
+                .or_default()
+                .insert(key.clone(), Arc::clone(obj));
         }
     }
 
@@ -114,7 +128,7 @@ impl<K> Index<K> {
         }
     }
 
-    pub(crate) fn get(&self, index_key: &str) -> Option<&HashSet<ObjectKey>> {
+    pub(crate) fn get(&self, index_key: &str) -> Option<&Bucket<K>> {
         self.entries.get(index_key)
     }
 

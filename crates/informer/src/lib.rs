@@ -55,7 +55,16 @@
 //! [`index_by_namespace`] and [`index_by_controller_uid`] are ready-made;
 //! with the latter, [`Store::by_controller`] fetches the pods an owner
 //! controls plus its namespace's orphans, the lookup the ReplicaSet
-//! controller makes on every sync.
+//! controller makes on every sync. An index holds the objects themselves,
+//! so a lookup does not go through the store's maps a second time.
+//!
+//! An owner can adopt only the orphans its selector matches, and those
+//! carry every label the selector requires by equality. With
+//! [`index_orphans_by_label`] registered as well,
+//! [`Store::by_controller_with_labelled_orphans`] returns the owned objects
+//! plus only the orphans carrying given labels, visiting the orphans of the
+//! least common label rather than all of them: a sync then costs the same
+//! in a namespace full of unrelated orphans as in an empty one.
 //!
 //! # resourceVersions
 //!
@@ -159,6 +168,7 @@ mod handler;
 mod index;
 mod informer;
 mod key;
+mod orphan_label;
 mod resource_version;
 mod store;
 
@@ -171,6 +181,7 @@ pub use index::{
 };
 pub use informer::{Informer, InformerBuilder};
 pub use key::{ObjectKey, ParseKeyError};
+pub use orphan_label::{BY_ORPHAN_LABEL, index_orphans_by_label, orphan_label_index_key};
 pub use resource_version::{CompareError, compare_resource_versions};
 pub use store::Store;
 

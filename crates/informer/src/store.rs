@@ -11,8 +11,11 @@ use tokio::sync::watch;
 
 use crate::error::InformerError;
 use crate::handler::{DeletedFinalStateUnknown, DeletedObject, Notification};
-use crate::index::{BY_CONTROLLER_UID, Index, IndexFn, controller_index_key, orphan_index_key};
+use crate::index::{
+    BY_CONTROLLER_UID, Bucket, Index, IndexFn, controller_index_key, orphan_index_key,
+};
 use crate::key::ObjectKey;
+use crate::orphan_label::{BY_ORPHAN_LABEL, is_orphan_with_labels, orphan_label_index_key};
 use crate::resource_version::{CompareError, ObservedVersion};
 
 /// Where the informer is in its life, as seen by cache-sync waiters.
@@ -171,6 +174,81 @@ impl<K: Resource> Store<K> {
         Ok(out)
     }
 
+    /// The objects controlled by the owner with UID `owner_uid` in
+    /// `namespace`, then the namespace's orphans that carry every label in
+    /// `orphan_labels` (`(key, value)` pairs): the adoption candidates of
+    /// an owner whose selector requires those labels by equality.
+    ///
+    /// The result is exact: it holds every such orphan and no other object,
+    /// whichever index served it. With no labels it is every orphan of the
+    /// namespace, the same objects as
+    /// [`by_controller(namespace, owner_uid, true)`](Self::by_controller);
+    /// a caller whose selector has only set-based requirements (`In` with
+    /// several values, `NotIn`, `Exists`, `DoesNotExist`) passes none and
+    /// filters the orphans itself.
+    ///
+    /// Cost: in proportion to the owned objects plus, when the
+    /// [`BY_ORPHAN_LABEL`] index is registered (with
+    /// [`index_orphans_by_label`](crate::index_orphans_by_label)) and labels
+    /// are given, the orphans carrying the least common of those labels, so
+    /// orphans with other labels are never visited. Without that index, or
+    /// with no labels, every orphan of the namespace is visited.
+    ///
+    /// # Errors
+    /// [`InformerError::UnknownIndex`] if the [`BY_CONTROLLER_UID`] index
+    /// is not registered.
+    ///
+    /// # Example
+    /// ```
+    /// use ctrlkit_informer::{
+    ///     BY_CONTROLLER_UID, BY_ORPHAN_LABEL, Informer, index_by_controller_uid,
+    ///     index_orphans_by_label,
+    /// };
+    /// use k8s_openapi::api::core::v1::Pod;
+    /// use kube::runtime::watcher::Event;
+    ///
+    /// fn orphan(name: &str, app: &str) -> Pod {
+    ///     let mut p = Pod::default();
+    ///     p.metadata.namespace = Some("default".into());
+    ///     p.metadata.name = Some(name.into());
+    ///     p.metadata.labels = Some([("app".to_string(), app.to_string())].into());
+    ///     p
+    /// }
+    ///
+    /// let informer = Informer::<Pod>::manual()
+    ///     .index(BY_CONTROLLER_UID, index_by_controller_uid)
+    ///     .index(BY_ORPHAN_LABEL, index_orphans_by_label)
+    ///     .build();
+    /// informer.apply_event(Event::Apply(orphan("web-x", "web")));
+    /// informer.apply_event(Event::Apply(orphan("db-y", "db")));
+    ///
+    /// let store = informer.store();
+    /// // A ReplicaSet selecting app=web sees only the orphan it could adopt.
+    /// let pods = store
+    ///     .by_controller_with_labelled_orphans("default", "rs-uid", &[("app", "web")])
+    ///     .unwrap();
+    /// assert_eq!(pods.len(), 1);
+    /// assert_eq!(pods[0].metadata.name.as_deref(), Some("web-x"));
+    /// // No labels: every orphan, as `by_controller(.., true)`.
+    /// assert_eq!(store.by_controller_with_labelled_orphans("default", "rs-uid", &[]).unwrap().len(), 2);
+    /// ```
+    pub fn by_controller_with_labelled_orphans(
+        &self,
+        namespace: &str,
+        owner_uid: &str,
+        orphan_labels: &[(&str, &str)],
+    ) -> Result<Vec<Arc<K>>, InformerError> {
+        let state = self.shared.state.read();
+        let mut out = Vec::new();
+        state.collect_index(
+            BY_CONTROLLER_UID,
+            &controller_index_key(namespace, owner_uid),
+            &mut out,
+        )?;
+        state.collect_labelled_orphans(namespace, orphan_labels, &mut out)?;
+        Ok(out)
+    }
+
     /// The keys that currently have objects in the index `index_name`.
     pub fn index_keys(&self, index_name: &str) -> Result<Vec<String>, InformerError> {
         let state = self.shared.state.read();
@@ -284,11 +362,45 @@ impl<K: Resource> State<K> {
         key: &str,
         out: &mut Vec<Arc<K>>,
     ) -> Result<(), InformerError> {
-        if let Some(keys) = self.index(name)?.get(key) {
-            out.reserve(keys.len());
+        if let Some(bucket) = self.index(name)?.get(key) {
+            out.extend(bucket.values().cloned());
+        }
+        Ok(())
+    }
+
+    /// Appends the orphans of `namespace` carrying every label in `labels`,
+    /// read from the smallest [`BY_ORPHAN_LABEL`] bucket when possible.
+    fn collect_labelled_orphans(
+        &self,
+        namespace: &str,
+        labels: &[(&str, &str)],
+        out: &mut Vec<Arc<K>>,
+    ) -> Result<(), InformerError> {
+        let candidates = match self.indexes.get(BY_ORPHAN_LABEL) {
+            Some(by_label) if !labels.is_empty() => {
+                let mut smallest: Option<&Bucket<K>> = None;
+                for (key, value) in labels {
+                    // No orphan carries this label, so none carries them all.
+                    let Some(bucket) = by_label.get(&orphan_label_index_key(namespace, key, value))
+                    else {
+                        return Ok(());
+                    };
+                    if smallest.is_none_or(|s| bucket.len() < s.len()) {
+                        smallest = Some(bucket);
+                    }
+                }
+                smallest
+            }
+            _ => self
+                .index(BY_CONTROLLER_UID)?
+                .get(&orphan_index_key(namespace)),
+        };
+        if let Some(bucket) = candidates {
             out.extend(
-                keys.iter()
-                    .filter_map(|k| self.get(&k.namespace, &k.name).cloned()),
+                bucket
+                    .values()
+                    .filter(|o| is_orphan_with_labels(o.meta(), namespace, labels))
+                    .cloned(),
             );
         }
         Ok(())

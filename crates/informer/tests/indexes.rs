@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use common::*;
 use ctrlkit_informer::{
-    BY_CONTROLLER_UID, BY_NAMESPACE, Informer, InformerError, Store, controller_index_key,
-    index_by_controller_uid, index_by_namespace, orphan_index_key,
+    BY_CONTROLLER_UID, BY_NAMESPACE, BY_ORPHAN_LABEL, Informer, InformerError, Store,
+    controller_index_key, index_by_controller_uid, index_by_namespace, index_orphans_by_label,
+    orphan_index_key, orphan_label_index_key,
 };
 use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::watcher::Event;
@@ -245,4 +246,176 @@ fn store_reads() {
     inf.apply_event(Event::Delete(pod("other", "a", "uc", "4")));
     assert_eq!(store.len(), 2);
     assert_eq!(store.list().len(), 2);
+}
+
+fn labelled(mut p: Pod, labels: &[(&str, &str)]) -> Pod {
+    p.metadata.labels = Some(
+        labels
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    );
+    p
+}
+
+fn orphan_indexed_informer() -> Informer<Pod> {
+    Informer::<Pod>::manual()
+        .index(BY_CONTROLLER_UID, index_by_controller_uid)
+        .index(BY_ORPHAN_LABEL, index_orphans_by_label)
+        .build()
+}
+
+fn candidates(store: &Store<Pod>, owner: &str, labels: &[(&str, &str)]) -> Vec<String> {
+    names(
+        store
+            .by_controller_with_labelled_orphans("ns", owner, labels)
+            .unwrap(),
+    )
+}
+
+#[test]
+fn labelled_orphan_lookups_return_owned_objects_and_only_orphans_with_every_label() {
+    let inf = orphan_indexed_informer();
+    let store = inf.store();
+    inf.apply_event(Event::Apply(labelled(
+        owned_pod("ns", "mine", "u1", "1", "rs1"),
+        &[("app", "db")],
+    )));
+    inf.apply_event(Event::Apply(labelled(
+        owned_pod("ns", "theirs", "u2", "2", "rs2"),
+        &[("app", "web")],
+    )));
+    inf.apply_event(Event::Apply(labelled(
+        pod("ns", "web", "u3", "3"),
+        &[("app", "web"), ("tier", "fe")],
+    )));
+    inf.apply_event(Event::Apply(labelled(
+        pod("ns", "db", "u4", "4"),
+        &[("app", "db"), ("tier", "fe")],
+    )));
+    inf.apply_event(Event::Apply(labelled(
+        pod("elsewhere", "web2", "u5", "5"),
+        &[("app", "web")],
+    )));
+
+    // Owned first, then the orphans carrying every label.
+    let got = store
+        .by_controller_with_labelled_orphans("ns", "rs1", &[("app", "web")])
+        .unwrap();
+    let got: Vec<_> = got
+        .iter()
+        .map(|p| p.metadata.name.clone().unwrap())
+        .collect();
+    assert_eq!(got, ["mine", "web"]);
+    assert_eq!(
+        candidates(&store, "rs1", &[("tier", "fe"), ("app", "web")]),
+        ["mine", "web"]
+    );
+    assert_eq!(
+        candidates(&store, "rs1", &[("tier", "fe")]),
+        ["db", "mine", "web"]
+    );
+    // A label no orphan carries, or two values for one key: no orphans.
+    assert_eq!(candidates(&store, "rs1", &[("app", "api")]), ["mine"]);
+    assert_eq!(
+        candidates(&store, "rs1", &[("app", "web"), ("app", "db")]),
+        ["mine"]
+    );
+    // No labels: every orphan of the namespace, as `by_controller`.
+    assert_eq!(candidates(&store, "rs1", &[]), ["db", "mine", "web"]);
+    assert_eq!(
+        names(store.by_controller("ns", "rs1", true).unwrap()),
+        ["db", "mine", "web"]
+    );
+
+    // Only orphans are in the label index.
+    let mut keys = store.index_keys(BY_ORPHAN_LABEL).unwrap();
+    keys.sort();
+    let mut want = vec![
+        orphan_label_index_key("ns", "app", "web"),
+        orphan_label_index_key("ns", "app", "db"),
+        orphan_label_index_key("ns", "tier", "fe"),
+        orphan_label_index_key("elsewhere", "app", "web"),
+    ];
+    want.sort();
+    assert_eq!(keys, want);
+}
+
+#[test]
+fn labelled_orphan_lookups_follow_adoption_release_relabelling_and_relists() {
+    let inf = orphan_indexed_informer();
+    let store = inf.store();
+    let web = [("app", "web")];
+    inf.apply_event(Event::Apply(labelled(pod("ns", "a", "ua", "1"), &web)));
+    assert_eq!(candidates(&store, "rs1", &web), ["a"]);
+
+    // Adopted by rs2: no longer an orphan, so rs1 does not see it.
+    inf.apply_event(Event::Apply(labelled(
+        owned_pod("ns", "a", "ua", "2", "rs2"),
+        &web,
+    )));
+    assert!(candidates(&store, "rs1", &web).is_empty());
+    assert!(store.index_keys(BY_ORPHAN_LABEL).unwrap().is_empty());
+    assert_eq!(candidates(&store, "rs2", &web), ["a"]);
+
+    // Released, then relabelled.
+    inf.apply_event(Event::Apply(labelled(pod("ns", "a", "ua", "3"), &web)));
+    assert_eq!(candidates(&store, "rs1", &web), ["a"]);
+    inf.apply_event(Event::Apply(labelled(
+        pod("ns", "a", "ua", "4"),
+        &[("app", "db")],
+    )));
+    assert!(candidates(&store, "rs1", &web).is_empty());
+
+    // A relist that drops it and brings another.
+    inf.apply_event(Event::Init);
+    inf.apply_event(Event::InitApply(labelled(pod("ns", "b", "ub", "5"), &web)));
+    inf.apply_event(Event::InitDone);
+    assert_eq!(candidates(&store, "rs1", &web), ["b"]);
+    assert_eq!(
+        candidates(&store, "rs1", &[("app", "db")]),
+        Vec::<String>::new()
+    );
+    inf.apply_event(Event::Delete(labelled(pod("ns", "b", "ub", "6"), &web)));
+    assert!(candidates(&store, "rs1", &[]).is_empty());
+    assert!(store.index_keys(BY_ORPHAN_LABEL).unwrap().is_empty());
+}
+
+#[test]
+fn labelled_orphan_lookups_work_without_the_label_index_and_need_the_controller_index() {
+    let inf = Informer::<Pod>::manual().build();
+    inf.apply_event(Event::Apply(labelled(
+        pod("ns", "web", "u1", "1"),
+        &[("app", "web")],
+    )));
+    inf.apply_event(Event::Apply(labelled(
+        pod("ns", "db", "u2", "2"),
+        &[("app", "db")],
+    )));
+    let store = inf.store();
+    assert_eq!(
+        store
+            .by_controller_with_labelled_orphans("ns", "rs", &[("app", "web")])
+            .unwrap_err(),
+        InformerError::UnknownIndex {
+            name: BY_CONTROLLER_UID.into()
+        }
+    );
+    // Without the label index the orphans are scanned: same answers.
+    inf.add_index(BY_CONTROLLER_UID, index_by_controller_uid)
+        .unwrap();
+    assert_eq!(candidates(&store, "rs", &[("app", "web")]), ["web"]);
+    assert_eq!(candidates(&store, "rs", &[]), ["db", "web"]);
+    // Registered late, the label index is filled from the cache.
+    inf.add_index(BY_ORPHAN_LABEL, index_orphans_by_label)
+        .unwrap();
+    assert_eq!(candidates(&store, "rs", &[("app", "web")]), ["web"]);
+    assert_eq!(
+        by(
+            &store,
+            BY_ORPHAN_LABEL,
+            &orphan_label_index_key("ns", "app", "db")
+        ),
+        ["db"]
+    );
 }

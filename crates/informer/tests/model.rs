@@ -1,6 +1,7 @@
 //! Model-based property test: after any sequence of watch events, the store
-//! matches a plain map, every index matches a brute-force scan, and replaying
-//! the handler notifications onto an empty map reproduces the store.
+//! matches a plain map, every index matches a brute-force scan, owner lookups
+//! (with and without the orphan label index) match a scan, and replaying the
+//! handler notifications onto an empty map reproduces the store.
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -10,8 +11,8 @@ use std::sync::Arc;
 
 use common::*;
 use ctrlkit_informer::{
-    BY_CONTROLLER_UID, BY_NAMESPACE, DeletedObject, EventHandler, Informer,
-    index_by_controller_uid, index_by_namespace,
+    BY_CONTROLLER_UID, BY_NAMESPACE, BY_ORPHAN_LABEL, DeletedObject, EventHandler, Informer,
+    index_by_controller_uid, index_by_namespace, index_orphans_by_label,
 };
 use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::watcher::Event;
@@ -22,12 +23,13 @@ type Key = (String, String);
 
 #[derive(Debug, Clone)]
 enum Op {
-    /// Create or modify (namespace, name) with an owner (or none) and
-    /// possibly a new UID (a re-creation).
+    /// Create or modify (namespace, name) with an owner (or none), labels
+    /// (see [`labels`]) and possibly a new UID (a re-creation).
     Apply {
         ns: u8,
         name: u8,
         owner: Option<u8>,
+        labels: u8,
         recreate: bool,
     },
     Delete {
@@ -44,8 +46,8 @@ enum Op {
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        4 => (0..2u8, 0..5u8, proptest::option::of(0..3u8), proptest::bool::weighted(0.1))
-            .prop_map(|(ns, name, owner, recreate)| Op::Apply { ns, name, owner, recreate }),
+        4 => (0..2u8, 0..5u8, proptest::option::of(0..3u8), 0..16u8, proptest::bool::weighted(0.1))
+            .prop_map(|(ns, name, owner, labels, recreate)| Op::Apply { ns, name, owner, labels, recreate }),
         2 => (0..2u8, 0..5u8).prop_map(|(ns, name)| Op::Delete { ns, name }),
         1 => (
             proptest::collection::vec(any::<bool>(), 10),
@@ -55,6 +57,35 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(keep, modify, new)| Op::Relist { keep, modify, new }),
     ]
 }
+
+/// The label set numbered `bits`: bits 0-1 pick `app` (absent, a, b, c),
+/// bit 2 adds `tier=x`, bit 3 adds `env=p`.
+fn labels(bits: u8) -> BTreeMap<String, String> {
+    let mut labels = BTreeMap::new();
+    if let Some(app) = ["", "a", "b", "c"]
+        .get(usize::from(bits & 3))
+        .filter(|v| !v.is_empty())
+    {
+        labels.insert("app".to_string(), app.to_string());
+    }
+    if bits & 4 != 0 {
+        labels.insert("tier".to_string(), "x".to_string());
+    }
+    if bits & 8 != 0 {
+        labels.insert("env".to_string(), "p".to_string());
+    }
+    labels
+}
+
+/// The label requirements owner lookups are checked with.
+const QUERIES: &[&[(&str, &str)]] = &[
+    &[],
+    &[("app", "a")],
+    &[("app", "b"), ("tier", "x")],
+    &[("tier", "x"), ("env", "p")],
+    &[("app", "a"), ("app", "b")],
+    &[("app", "zz")],
+];
 
 /// Replays notifications onto a map, checking each is consistent with it.
 #[derive(Default)]
@@ -106,13 +137,15 @@ impl Model {
         self.rv.to_string()
     }
 
-    fn build(&mut self, ns: u8, name: u8, owner: Option<u8>, uid: String) -> Pod {
+    fn build(&mut self, ns: u8, name: u8, owner: Option<u8>, label_bits: u8, uid: String) -> Pod {
         let (ns, name) = (format!("ns{ns}"), format!("p{name}"));
         let rv = self.next_rv();
-        match owner {
+        let mut p = match owner {
             Some(o) => owned_pod(&ns, &name, &uid, &rv, &format!("owner{o}")),
             None => pod(&ns, &name, &uid, &rv),
-        }
+        };
+        p.metadata.labels = Some(labels(label_bits));
+        p
     }
 
     fn observe(&mut self, p: &Pod) {
@@ -129,6 +162,68 @@ impl Model {
     fn fresh_uid(&mut self) -> String {
         self.uid += 1;
         format!("uid{}", self.uid)
+    }
+}
+
+/// Owner lookups against a scan of the model: owned objects first, then
+/// exactly the namespace's orphans carrying every queried label.
+fn check_owner_lookups(informer: &Informer<Pod>, model: &Model) {
+    let store = informer.store();
+    for ns in ["ns0", "ns1"] {
+        for owner in ["owner0", "owner1", "owner2", "nobody"] {
+            let in_ns = |p: &&Pod| p.metadata.namespace.as_deref() == Some(ns);
+            let owned: Vec<Key> = model
+                .objects
+                .values()
+                .filter(in_ns)
+                .filter(|p| index_by_controller_uid(*p) == [format!("{ns}/{owner}")])
+                .map(key_of)
+                .collect();
+            for query in QUERIES {
+                let orphans: Vec<Key> = model
+                    .objects
+                    .values()
+                    .filter(in_ns)
+                    .filter(|p| p.metadata.owner_references.is_none())
+                    .filter(|p| {
+                        let l = p.metadata.labels.as_ref().unwrap();
+                        query
+                            .iter()
+                            .all(|(k, v)| l.get(*k).map(String::as_str) == Some(*v))
+                    })
+                    .map(key_of)
+                    .collect();
+                let got: Vec<Key> = store
+                    .by_controller_with_labelled_orphans(ns, owner, query)
+                    .unwrap()
+                    .iter()
+                    .map(|p| key_of(p))
+                    .collect();
+                assert_eq!(
+                    got.len(),
+                    owned.len() + orphans.len(),
+                    "{ns} {owner} {query:?}"
+                );
+                let (mut got_owned, mut got_orphans) =
+                    (got[..owned.len()].to_vec(), got[owned.len()..].to_vec());
+                got_owned.sort();
+                got_orphans.sort();
+                assert_eq!(got_owned, owned, "{ns} {owner} {query:?}: owned part");
+                assert_eq!(got_orphans, orphans, "{ns} {owner} {query:?}: orphans");
+                if query.is_empty() {
+                    let mut all: Vec<Key> = store
+                        .by_controller(ns, owner, true)
+                        .unwrap()
+                        .iter()
+                        .map(|p| key_of(p))
+                        .collect();
+                    all.sort();
+                    let mut want = got.clone();
+                    want.sort();
+                    assert_eq!(all, want, "by_controller(.., true) differs");
+                }
+            }
+        }
     }
 }
 
@@ -154,6 +249,7 @@ fn check(informer: &Informer<Pod>, model: &Model, shadow: &Shadow) {
             index_by_namespace::<Pod> as fn(&Pod) -> Vec<String>,
         ),
         (BY_CONTROLLER_UID, index_by_controller_uid::<Pod>),
+        (BY_ORPHAN_LABEL, index_orphans_by_label::<Pod>),
     ] {
         let mut all_keys: Vec<String> = model.objects.values().flat_map(func).collect();
         all_keys.sort();
@@ -198,24 +294,34 @@ proptest! {
         let informer = Informer::<Pod>::manual()
             .index(BY_NAMESPACE, index_by_namespace)
             .index(BY_CONTROLLER_UID, index_by_controller_uid)
+            .index(BY_ORPHAN_LABEL, index_orphans_by_label)
             .build();
         informer.add_event_handler_arc(shadow.clone());
-        informer.apply_event(Event::Init);
-        informer.apply_event(Event::InitDone);
+        // Fed the same events without the orphan label index: owner lookups
+        // fall back to scanning the orphans and must give the same answers.
+        let plain = Informer::<Pod>::manual()
+            .index(BY_CONTROLLER_UID, index_by_controller_uid)
+            .build();
+        let apply = |event: Event<Pod>| {
+            plain.apply_event(event.clone());
+            informer.apply_event(event);
+        };
+        apply(Event::Init);
+        apply(Event::InitDone);
         let mut model = Model { objects: BTreeMap::new(), rv: 0, uid: 0, observed: 0 };
 
         for op in ops {
             match op {
-                Op::Apply { ns, name, owner, recreate } => {
+                Op::Apply { ns, name, owner, labels, recreate } => {
                     let key = (format!("ns{ns}"), format!("p{name}"));
                     let uid = match model.objects.get(&key) {
                         Some(p) if !recreate => p.metadata.uid.clone().unwrap(),
                         _ => model.fresh_uid(),
                     };
-                    let p = model.build(ns, name, owner, uid);
+                    let p = model.build(ns, name, owner, labels, uid);
                     model.observe(&p);
                     model.objects.insert(key, p.clone());
-                    informer.apply_event(Event::Apply(p));
+                    apply(Event::Apply(p));
                 }
                 Op::Delete { ns, name } => {
                     let key = (format!("ns{ns}"), format!("p{name}"));
@@ -223,7 +329,7 @@ proptest! {
                     if let Some(mut p) = model.objects.remove(&key) {
                         p.metadata.resource_version = Some(rv);
                         model.observe(&p);
-                        informer.apply_event(Event::Delete(p));
+                        apply(Event::Delete(p));
                     }
                 }
                 Op::Relist { keep, modify, new } => {
@@ -243,21 +349,23 @@ proptest! {
                         let key = (format!("ns{ns}"), format!("p{name}"));
                         if let std::collections::btree_map::Entry::Vacant(slot) = listed.entry(key) {
                             let uid = model.fresh_uid();
-                            slot.insert(model.build(ns, name, None, uid));
+                            slot.insert(model.build(ns, name, None, name, uid));
                         }
                     }
                     for p in listed.values() {
                         model.observe(p);
                     }
-                    informer.apply_event(Event::Init);
+                    apply(Event::Init);
                     for p in listed.values() {
-                        informer.apply_event(Event::InitApply(p.clone()));
+                        apply(Event::InitApply(p.clone()));
                     }
-                    informer.apply_event(Event::InitDone);
+                    apply(Event::InitDone);
                     model.objects = listed;
                 }
             }
             check(&informer, &model, &shadow);
+            check_owner_lookups(&informer, &model);
+            check_owner_lookups(&plain, &model);
             let expected_rv = (model.observed > 0).then(|| model.observed.to_string());
             prop_assert_eq!(informer.last_sync_resource_version(), expected_rv);
         }
