@@ -70,6 +70,19 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
+    /// The owner is gone from the API server although the cache still has
+    /// it: its status write answered 404 (or a fresh read found another
+    /// object under its name), or the live read before adopting found it
+    /// deleted or re-created. A sync ending so is not an error: the
+    /// controller drops the owner's expectations and waits for the
+    /// informer's delete event.
+    #[error("{kind} {key} no longer exists")]
+    OwnerGone {
+        /// The owner's kind.
+        kind: &'static str,
+        /// The owner's key.
+        key: String,
+    },
     /// The informer caches stopped before they synced.
     #[error("waiting for the informer caches: {0}")]
     CacheSync(#[source] InformerError),
@@ -85,6 +98,7 @@ impl Error {
                 | Error::EmptySelector { .. }
                 | Error::SelectorMismatch { .. }
                 | Error::Owner(_)
+                | Error::OwnerGone { .. }
         )
     }
 }

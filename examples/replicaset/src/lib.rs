@@ -109,8 +109,9 @@ mod owner;
 
 pub use controller::{
     BURST_REPLICAS, Controller, ControllerMetrics, ControllerOptions, DEFAULT_WORKERS,
-    FAILED_CREATE_REASON, FAILED_DELETE_REASON, KubeOwnerClient, OwnerClient, ReplicaSetController,
-    ReplicationManager, calculate_status, desired_replicas, object_key, split_key,
+    EMPTY_SELECTOR_REASON, FAILED_CREATE_REASON, FAILED_DELETE_REASON, INVALID_SELECTOR_REASON,
+    KubeOwnerClient, OwnerClient, ReplicaSetController, ReplicationManager,
+    SELECTOR_MISMATCH_REASON, calculate_status, desired_replicas, object_key, split_key,
     status_unchanged,
 };
 pub use error::Error;

@@ -14,6 +14,7 @@ use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use k8s_openapi::jiff::Timestamp;
 
 use super::Shared;
+use super::deletion_cost::warn_malformed_deletion_costs;
 use super::keys::{object_key, pod_key};
 use super::status::desired_replicas;
 use crate::Error;
@@ -141,6 +142,7 @@ impl<O: ReplicaOwner> Shared<O> {
         if count >= active.len() {
             return active;
         }
+        warn_malformed_deletion_costs(&object_key(owner), &active);
         let related = self.related_pods(owner);
         let ranks = rank_by_related_pods_on_same_node(&active, &related);
         let now = Timestamp::now();

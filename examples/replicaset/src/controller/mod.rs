@@ -1,7 +1,9 @@
 //! The generic replica controller and its two instances.
 
 mod client;
+mod deletion_cost;
 mod handlers;
+mod invalid_spec;
 mod keys;
 mod manage;
 mod metrics;
@@ -29,6 +31,7 @@ use crate::Error;
 use crate::owner::ReplicaOwner;
 
 pub use client::{KubeOwnerClient, OwnerClient};
+pub use invalid_spec::{EMPTY_SELECTOR_REASON, INVALID_SELECTOR_REASON, SELECTOR_MISMATCH_REASON};
 pub use keys::{object_key, split_key};
 pub use metrics::ControllerMetrics;
 pub use status::{

@@ -4,11 +4,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use ctrlkit_podcontrol::pod::{is_pod_available, is_pod_ready};
+use ctrlkit_podcontrol::status_is;
+use kube::core::response::reason;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
 use super::Shared;
+use super::invalid_spec::is_invalid_spec_reason;
 use super::keys::object_key;
 use crate::Error;
 use crate::owner::{REPLICA_FAILURE, ReplicaCondition, ReplicaOwner, ReplicaStatus};
@@ -46,7 +49,9 @@ fn has_all_labels(pod: &Pod, wanted: &BTreeMap<String, String>) -> bool {
 ///   none exists (reason `FailedCreate` when pods are missing,
 ///   `FailedDelete` when there are too many, empty otherwise), and removed
 ///   when `manage_error` is `None`. An existing condition is left as it is
-///   while errors continue.
+///   while errors continue, except one saying the spec is invalid
+///   (`InvalidSelector`, `EmptySelector`, `SelectorMismatch`): the status is
+///   only calculated for owners with a valid spec, so that one is dropped.
 ///
 /// `observedGeneration` is left unchanged: the status write sets it.
 pub fn calculate_status<O: ReplicaOwner>(
@@ -77,6 +82,14 @@ pub fn calculate_status<O: ReplicaOwner>(
         }
     }
 
+    // An invalid-spec condition is stale here: only valid owners get this
+    // far.
+    if status
+        .condition(REPLICA_FAILURE)
+        .is_some_and(|c| is_invalid_spec_reason(c.reason.as_deref()))
+    {
+        status.remove_condition(REPLICA_FAILURE);
+    }
     let failure = status.condition(REPLICA_FAILURE).is_some();
     match manage_error {
         Some(error) if !failure => {
@@ -161,6 +174,12 @@ impl<O: ReplicaOwner> Shared<O> {
             );
             let error = match self.owner_client.update_status(&current).await {
                 Ok(updated) => return Ok(Arc::new(updated)),
+                Err(kube::Error::Api(status)) if status_is(&status, reason::NOT_FOUND, 404) => {
+                    return Err(Error::OwnerGone {
+                        kind: <O as k8s_openapi::Resource>::KIND,
+                        key,
+                    });
+                }
                 Err(error) => error,
             };
             if attempt >= STATUS_UPDATE_RETRIES {
@@ -174,8 +193,15 @@ impl<O: ReplicaOwner> Shared<O> {
                 meta.name.as_deref().unwrap_or_default(),
             );
             current = match self.owner_client.get(ns, name).await {
-                Ok(Some(fresh)) => fresh,
-                Ok(None) => return Err(Error::UpdateStatus { key, source: error }),
+                // A namesake must not get the status computed for its
+                // predecessor.
+                Ok(Some(fresh)) if fresh.meta().uid == meta.uid => fresh,
+                Ok(_) => {
+                    return Err(Error::OwnerGone {
+                        kind: <O as k8s_openapi::Resource>::KIND,
+                        key,
+                    });
+                }
                 Err(get_error) => {
                     return Err(Error::UpdateStatus {
                         key,

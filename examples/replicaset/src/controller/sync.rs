@@ -3,13 +3,20 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use ctrlkit_podcontrol::PodControlError;
 use ctrlkit_podcontrol::pod::{filter_active_pods, is_controlled_by, is_pod_terminating};
-use ctrlkit_refmanager::{OwnerMeta, PodControllerRefManager, RecheckOwner, Selector};
+use ctrlkit_refmanager::{
+    CanAdoptError, ClaimError, ClaimErrors, OwnerMeta, PodControllerRefManager, RecheckOwner,
+    Selector,
+};
 use ctrlkit_worker::Action;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 
 use super::Shared;
+use super::invalid_spec::{
+    EMPTY_SELECTOR_REASON, INVALID_SELECTOR_REASON, SELECTOR_MISMATCH_REASON,
+};
 use super::keys::split_key;
 use super::status::calculate_status;
 use crate::Error;
@@ -30,7 +37,16 @@ impl<O: ReplicaOwner> Shared<O> {
     /// the owner before adopting, and the status write).
     pub(crate) async fn sync(&self, key: &str) -> Result<Action, Error> {
         let started = tokio::time::Instant::now();
-        let result = self.sync_owner(key).await;
+        let result = match self.sync_owner(key).await {
+            // Deleted behind the cache's back: the informer's delete event
+            // will follow; retrying before it would only fail again.
+            Err(Error::OwnerGone { .. }) => {
+                tracing::debug!(key, "owner is gone from the API server");
+                self.expectations.delete_expectations(key);
+                Ok(Action::done())
+            }
+            result => result,
+        };
         tracing::debug!(
             kind = O::kind(&()).as_ref(),
             key,
@@ -114,7 +130,7 @@ impl<O: ReplicaOwner> Shared<O> {
                     key: key.to_owned(),
                     source,
                 };
-                self.warn(owner, "InvalidSelector", &error).await;
+                self.refuse(owner, INVALID_SELECTOR_REASON, &error).await;
                 return Err(error);
             }
         };
@@ -123,7 +139,7 @@ impl<O: ReplicaOwner> Shared<O> {
                 kind,
                 key: key.to_owned(),
             };
-            self.warn(owner, "EmptySelector", &error).await;
+            self.refuse(owner, EMPTY_SELECTOR_REASON, &error).await;
             return Err(error);
         }
         let template_labels = owner
@@ -135,10 +151,17 @@ impl<O: ReplicaOwner> Shared<O> {
                 kind,
                 key: key.to_owned(),
             };
-            self.warn(owner, "SelectorMismatch", &error).await;
+            self.refuse(owner, SELECTOR_MISMATCH_REASON, &error).await;
             return Err(error);
         }
         Ok(selector)
+    }
+
+    /// Reports an owner that can never converge: a Warning event and the
+    /// `ReplicaFailure` condition (see [`super::invalid_spec`]).
+    async fn refuse(&self, owner: &Arc<O>, reason: &str, error: &Error) {
+        self.warn(owner, reason, error).await;
+        self.report_invalid_spec(owner, reason, error).await;
     }
 
     async fn warn(&self, owner: &Arc<O>, reason: &str, error: &Error) {
@@ -186,6 +209,26 @@ impl<O: ReplicaOwner> Shared<O> {
             selector,
             recheck,
         );
-        Ok(manager.claim_pods(pods, &[]).await.into_result()?)
+        match manager.claim_pods(pods, &[]).await.into_result() {
+            Ok(claimed) => Ok(claimed),
+            Err(errors) if owner_gone(&errors) => Err(Error::OwnerGone {
+                kind: <O as k8s_openapi::Resource>::KIND,
+                key: super::object_key(owner.as_ref()),
+            }),
+            Err(errors) => Err(errors.into()),
+        }
     }
+}
+
+/// Whether every claim error says the live read found the owner deleted or
+/// replaced by a namesake.
+fn owner_gone(errors: &ClaimErrors<PodControlError>) -> bool {
+    let gone = |e: &ClaimError<PodControlError>| match e {
+        ClaimError::CannotAdopt { source, .. } => matches!(
+            **source,
+            CanAdoptError::Gone { .. } | CanAdoptError::UidChanged { .. }
+        ),
+        _ => false,
+    };
+    !errors.errors().is_empty() && errors.errors().iter().all(gone)
 }
