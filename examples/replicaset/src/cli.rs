@@ -12,11 +12,11 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::ControllerOptions;
 use crate::ops::kubeconfig::KubeConfigSource;
 use crate::ops::leader::{LeaderElectionConfig, default_identity};
 use crate::ops::run::{BuildContext, RunSettings, run_controller};
 use crate::ops::signals::shutdown_on_signals;
+use crate::{ChurnGuardOptions, ControllerOptions};
 
 /// Flags common to both controller binaries.
 #[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
@@ -42,6 +42,51 @@ pub struct ControllerArgs {
     /// waits for the next sync.
     #[arg(long, value_name = "N", default_value_t = 500, value_parser = parse_positive)]
     pub burst_replicas: usize,
+
+    /// Churn guard (not in upstream): when pods fail right after creation
+    /// (e.g. the kubelet rejects them with OutOfpods), back off creating
+    /// replacements for that owner exponentially, report it in a
+    /// ReplicaFailure condition (reason FailedPodChurn) and a Warning
+    /// event, and delete the owner's Failed pods beyond the newest few.
+    /// "false" behaves exactly as upstream (which re-creates at once, for ever).
+    #[arg(long, value_name = "BOOL", default_value_t = true, num_args = 0..=1,
+          default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub churn_guard: bool,
+
+    /// A pod churns if it is seen Failed less than this long after its
+    /// creation. Whole seconds.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_seconds)]
+    pub churn_window: Duration,
+
+    /// Backoff after the first churned pod; it doubles with each further
+    /// one. Whole seconds.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_seconds)]
+    pub churn_backoff_base: Duration,
+
+    /// Longest churn backoff. Whole seconds.
+    #[arg(long, value_name = "DURATION", default_value = "300s", value_parser = parse_seconds)]
+    pub churn_backoff_max: Duration,
+
+    /// Failed pods kept per owner by the churn guard (the newest); older
+    /// ones are deleted.
+    #[arg(long, value_name = "N", default_value_t = crate::DEFAULT_FAILED_PODS_KEPT)]
+    pub churn_failed_pods_kept: usize,
+
+    /// Pod failure reasons (status.reason) that count as churn,
+    /// comma-separated; a trailing * matches a prefix, "*" alone any reason.
+    /// Default: the kubelet's admission rejections (OutOf*, NodeAffinity,
+    /// NodePorts, UnexpectedAdmissionError, ...) and Evicted.
+    #[arg(long, value_name = "REASONS", value_delimiter = ',')]
+    pub churn_reasons: Option<Vec<String>>,
+
+    /// Read-own-writes (Kubernetes 1.36): skip an owner's sync until the
+    /// informers have observed the pods this controller created, adopted or
+    /// released for it and its last status write (at most 30 s per write).
+    /// "false" syncs on whatever the caches hold, like a controller without
+    /// it.
+    #[arg(long, value_name = "BOOL", default_value_t = true, num_args = 0..=1,
+          default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub read_own_writes: bool,
 
     /// Run only while holding a coordination.k8s.io Lease, so that several
     /// replicas can run with one active. Caches are warmed before the
@@ -110,6 +155,22 @@ impl ControllerArgs {
             workers: self.workers,
             burst_replicas: self.burst_replicas,
             namespace: self.namespace.clone(),
+            churn_guard: self.churn_guard_options(),
+            read_own_writes: self.read_own_writes,
+            ..ControllerOptions::default()
+        }
+    }
+
+    /// The churn guard's settings from the `--churn-*` flags.
+    pub fn churn_guard_options(&self) -> ChurnGuardOptions {
+        let defaults = ChurnGuardOptions::default();
+        ChurnGuardOptions {
+            enabled: self.churn_guard,
+            window: self.churn_window,
+            reasons: self.churn_reasons.clone().unwrap_or(defaults.reasons),
+            backoff_base: self.churn_backoff_base,
+            backoff_max: self.churn_backoff_max,
+            failed_pods_kept: self.churn_failed_pods_kept,
         }
     }
 }
@@ -267,6 +328,63 @@ mod tests {
             (&["--metrics-addr", "localhost:x"][..], "invalid address"),
             (&["--health-addr", ":99999"][..], "invalid port"),
             (&["--lease-duration", "1.5s"][..], "whole number of seconds"),
+        ] {
+            let err = parse(flags).unwrap_err().to_string();
+            assert!(err.contains(needle), "{flags:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn read_own_writes_flag() {
+        assert!(parse(&[]).unwrap().controller_options().read_own_writes);
+        assert!(parse(&["--read-own-writes"]).unwrap().read_own_writes);
+        let off: [&[&str]; 2] = [&["--read-own-writes=false"], &["--read-own-writes", "false"]];
+        for flags in off {
+            let options = parse(flags).unwrap().controller_options();
+            assert!(!options.read_own_writes, "{flags:?}");
+        }
+        assert!(parse(&["--read-own-writes=maybe"]).is_err());
+    }
+
+    #[test]
+    fn churn_guard_flags() {
+        let options = parse(&[]).unwrap().controller_options();
+        assert_eq!(options.churn_guard, ChurnGuardOptions::default());
+        for off in [
+            &["--churn-guard=false"][..],
+            &["--churn-guard", "false"][..],
+        ] {
+            let args = parse(off).unwrap();
+            assert!(!args.controller_options().churn_guard.enabled, "{off:?}");
+        }
+        assert!(parse(&["--churn-guard"]).unwrap().churn_guard);
+        let guard = parse(&[
+            "--churn-window",
+            "30s",
+            "--churn-backoff-base",
+            "2",
+            "--churn-backoff-max",
+            "60s",
+            "--churn-failed-pods-kept",
+            "0",
+            "--churn-reasons",
+            "OutOfpods,Custom*",
+        ])
+        .unwrap()
+        .churn_guard_options();
+        assert!(guard.enabled);
+        assert_eq!(guard.window, Duration::from_secs(30));
+        assert_eq!(guard.backoff_base, Duration::from_secs(2));
+        assert_eq!(guard.backoff_max, Duration::from_secs(60));
+        assert_eq!(guard.failed_pods_kept, 0);
+        assert_eq!(guard.reasons, ["OutOfpods", "Custom*"]);
+        for (flags, needle) in [
+            (&["--churn-guard=maybe"][..], "invalid value"),
+            (&["--churn-window", "0"][..], "at least 1s"),
+            (
+                &["--churn-backoff-max", "5m"][..],
+                "whole number of seconds",
+            ),
         ] {
             let err = parse(flags).unwrap_err().to_string();
             assert!(err.contains(needle), "{flags:?}: {err}");

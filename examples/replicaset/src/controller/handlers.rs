@@ -13,6 +13,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
 use super::Shared;
+use super::creations::pod_identity;
 use super::keys::{object_key, pod_key};
 use crate::owner::ReplicaOwner;
 
@@ -93,6 +94,8 @@ impl<O: ReplicaOwner> Shared<O> {
         let key = object_key(deleted.object().as_ref());
         // A new owner with the same name must start clean.
         self.expectations.delete_expectations(&key);
+        self.churn.forget(&key);
+        self.consistency.clear(&key);
         self.queue.add(key);
     }
 
@@ -109,7 +112,10 @@ impl<O: ReplicaOwner> Shared<O> {
                 return;
             };
             let key = object_key(owner.as_ref());
-            self.expectations.creation_observed(&key);
+            // Counts only if this controller recorded creating this pod: an
+            // adopted or foreign pod never stands in for one of ours.
+            self.expectations
+                .creation_observed_id(&key, &pod_identity(pod));
             self.queue.add(key);
             return;
         }

@@ -38,6 +38,12 @@ impl<O: ReplicaOwner> Shared<O> {
         let burst = i64::try_from(self.burst_replicas).unwrap_or(i64::MAX);
         let diff = have - desired;
         if diff < 0 {
+            if let Some(backoff) = self.churn_backoff(&key) {
+                // Created pods keep failing at once: the churn guard holds
+                // creations back and the sync is requeued when it ends.
+                tracing::debug!(key, need = -diff, ?backoff, "pod creation backed off");
+                return Ok(());
+            }
             let count = usize::try_from((-diff).min(burst)).unwrap_or(0);
             tracing::debug!(key, need = -diff, creating = count, "too few replicas");
             self.create_pods(&key, owner, count).await
@@ -60,7 +66,8 @@ impl<O: ReplicaOwner> Shared<O> {
 
         // Set before the first create so the informer's observations of
         // these pods are counted against it.
-        self.expectations.expect_creations(key, count);
+        // Tracked by identity: only the pods these creates return count.
+        self.expectations.expect_tracked_creations(key, count);
         let pod_control = &self.pod_control;
         let result = slow_start_batch(count, SLOW_START_INITIAL_BATCH_SIZE, |_| {
             let (namespace, controller_ref, object_ref) =
@@ -70,7 +77,10 @@ impl<O: ReplicaOwner> Shared<O> {
                     .create_pods(namespace, template, object_ref, controller_ref)
                     .await
                 {
-                    Ok(_) => Ok(()),
+                    Ok(pod) => {
+                        self.created_pod(key, &pod);
+                        Ok(())
+                    }
                     // The namespace is going away: nothing to retry, and
                     // the expectation stays until the owner is gone.
                     Err(e) if e.is_namespace_terminating() => Ok(()),

@@ -4,8 +4,11 @@
 use std::fmt;
 use std::sync::Arc;
 
+use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
+
+use super::tracking_metrics::TrackingMetrics;
 
 /// The metric families a controller records into, registered once per
 /// registry and shareable between controllers (each labels its samples with
@@ -15,6 +18,10 @@ pub struct ControllerMetrics {
     queue: ctrlkit_workqueue::PrometheusMetricsProvider,
     workers: ctrlkit_worker::PrometheusMetricsProvider,
     deletion_age_ratio: Histogram,
+    churn_backoffs: Counter,
+    churn_failed_pods_deleted: Counter,
+    /// Read-own-writes skips and lost creations.
+    pub(crate) tracking: TrackingMetrics,
 }
 
 impl fmt::Debug for ControllerMetrics {
@@ -27,7 +34,12 @@ impl ControllerMetrics {
     /// Registers the `workqueue_*` and `controller_runtime_reconcile_*`
     /// families and upstream's
     /// `replicaset_controller_sorting_deletion_age_ratio` histogram in
-    /// `registry`. Call it once per registry.
+    /// `registry`, plus the churn guard's counters
+    /// `replicaset_controller_churn_backoffs_total` and
+    /// `replicaset_controller_churn_failed_pods_deleted_total`, and
+    /// `replicaset_controller_stale_sync_skips_total` and
+    /// `replicaset_controller_lost_creations_total`. Call it once per
+    /// registry.
     pub fn register(registry: &mut Registry) -> Self {
         let deletion_age_ratio = Histogram::new(exponential_buckets(0.25, 2.0, 6));
         registry.register(
@@ -35,7 +47,24 @@ impl ControllerMetrics {
             "Age of each ready pod deleted by a ranked scale-down divided by the age of the youngest ready pod",
             deletion_age_ratio.clone(),
         );
+        // The churn guard's counters (not in upstream).
+        let churn_backoffs = Counter::default();
+        registry.register(
+            "replicaset_controller_churn_backoffs",
+            "Syncs that saw pods fail right after creation and backed off pod creation for their owner",
+            churn_backoffs.clone(),
+        );
+        let churn_failed_pods_deleted = Counter::default();
+        registry.register(
+            "replicaset_controller_churn_failed_pods_deleted",
+            "Failed pods deleted by the churn guard because their owner kept more than the allowed number",
+            churn_failed_pods_deleted.clone(),
+        );
+        let tracking = TrackingMetrics::register(registry);
         Self {
+            tracking,
+            churn_backoffs,
+            churn_failed_pods_deleted,
             queue: ctrlkit_workqueue::PrometheusMetricsProvider::new(registry),
             workers: ctrlkit_worker::PrometheusMetricsProvider::new(registry),
             deletion_age_ratio,
@@ -46,6 +75,15 @@ impl ControllerMetrics {
         for ratio in ratios {
             self.deletion_age_ratio.observe(*ratio);
         }
+    }
+
+    pub(crate) fn inc_churn_backoffs(&self) {
+        self.churn_backoffs.inc();
+    }
+
+    pub(crate) fn inc_churn_failed_pods_deleted(&self, n: usize) {
+        self.churn_failed_pods_deleted
+            .inc_by(u64::try_from(n).unwrap_or(u64::MAX));
     }
 
     pub(crate) fn queue_provider(&self) -> Arc<dyn ctrlkit_workqueue::MetricsProvider> {

@@ -1,19 +1,29 @@
 //! The generic replica controller and its two instances.
 
+mod availability;
+mod churn;
 mod client;
+mod counters;
+mod creations;
 mod deletion_cost;
 mod handlers;
 mod invalid_spec;
 mod keys;
 mod manage;
 mod metrics;
+mod pods;
+mod read_own_writes;
 mod status;
 mod sync;
+mod tracking_metrics;
 
 use std::fmt;
 use std::sync::Arc;
 
-use ctrlkit_expectations::ControllerExpectations;
+use std::time::Duration;
+
+use ctrlkit_consistency::ConsistencyStore;
+use ctrlkit_expectations::{ControllerExpectations, DEFAULT_EXPECTATIONS_TTL};
 use ctrlkit_informer::{
     BY_CONTROLLER_UID, DeletedObject, Informer, SharedInformerFactory, Store,
     index_by_controller_uid,
@@ -30,6 +40,10 @@ use tokio_util::sync::CancellationToken;
 use crate::Error;
 use crate::owner::ReplicaOwner;
 
+pub use churn::{
+    ChurnGuardOptions, DEFAULT_CHURN_BACKOFF_BASE, DEFAULT_CHURN_BACKOFF_MAX, DEFAULT_CHURN_REASONS,
+    DEFAULT_CHURN_WINDOW, DEFAULT_FAILED_PODS_KEPT, FAILED_POD_CHURN_REASON,
+};
 pub use client::{KubeOwnerClient, OwnerClient};
 pub use invalid_spec::{EMPTY_SELECTOR_REASON, INVALID_SELECTOR_REASON, SELECTOR_MISMATCH_REASON};
 pub use keys::{object_key, split_key};
@@ -57,6 +71,22 @@ pub struct ControllerOptions {
     pub burst_replicas: usize,
     /// Watch only this namespace; `None` watches all namespaces.
     pub namespace: Option<String>,
+    /// The churn guard against pods that fail right after creation (on by
+    /// default; [`ChurnGuardOptions::disabled`] behaves as upstream).
+    pub churn_guard: ChurnGuardOptions,
+    /// Read-own-writes (upstream 1.36, on by default): skip an owner's sync
+    /// until the informers have observed the pods this controller created,
+    /// adopted or released for it and its last status write. `false`
+    /// behaves as a controller without it (upstream with the
+    /// `StaleControllerConsistency*` gate off).
+    pub read_own_writes: bool,
+    /// How long read-own-writes waits at most for one write before syncing
+    /// anyway (default [`ctrlkit_consistency::DEFAULT_MAX_WAIT`], 30 s).
+    pub read_own_writes_max_wait: Duration,
+    /// How long expectations wait for the informer before the controller
+    /// acts anyway and reports the missing creations as lost (default 5
+    /// minutes, upstream's `ExpectationsTimeout`).
+    pub expectations_ttl: Duration,
 }
 
 impl Default for ControllerOptions {
@@ -65,6 +95,10 @@ impl Default for ControllerOptions {
             workers: DEFAULT_WORKERS,
             burst_replicas: BURST_REPLICAS,
             namespace: None,
+            churn_guard: ChurnGuardOptions::default(),
+            read_own_writes: true,
+            read_own_writes_max_wait: ctrlkit_consistency::DEFAULT_MAX_WAIT,
+            expectations_ttl: DEFAULT_EXPECTATIONS_TTL,
         }
     }
 }
@@ -80,6 +114,9 @@ pub(crate) struct Shared<O: ReplicaOwner> {
     pub(crate) burst_replicas: usize,
     pub(crate) recorder: Option<Recorder>,
     pub(crate) metrics: Option<ControllerMetrics>,
+    pub(crate) churn: churn::ChurnTracker,
+    pub(crate) consistency: ConsistencyStore,
+    pub(crate) counters: counters::SyncCounters,
 }
 
 /// A controller that keeps each owner's (ReplicaSet's or
@@ -221,17 +258,26 @@ impl<O: ReplicaOwner> Controller<O> {
         metrics: Option<ControllerMetrics>,
     ) -> Self {
         pods.add_index_if_absent(BY_CONTROLLER_UID, index_by_controller_uid);
+        pods::add_orphan_label_index(&pods);
         owners.add_index_if_absent(BY_CONTROLLER_UID, index_by_controller_uid);
         let shared = Arc::new(Shared {
             pods: pods.store(),
             owners: owners.store(),
             queue,
-            expectations: ControllerExpectations::new(),
+            expectations: ControllerExpectations::with_ttl(options.expectations_ttl),
             pod_control,
             owner_client,
             burst_replicas: options.burst_replicas.max(1),
             recorder,
             metrics: metrics.clone(),
+            churn: churn::ChurnTracker::new(options.churn_guard.clone()),
+            consistency: read_own_writes::consistency_store(
+                options.read_own_writes,
+                options.read_own_writes_max_wait,
+                &pods.store(),
+                &owners.store(),
+            ),
+            counters: counters::SyncCounters::default(),
         });
         owners.add_event_handler(handlers::OwnerHandler(Arc::clone(&shared)));
         pods.add_event_handler(handlers::PodHandler(Arc::clone(&shared)));
@@ -310,6 +356,25 @@ impl<O: ReplicaOwner> Controller<O> {
     /// The controller's expectations, keyed by owner key.
     pub fn expectations(&self) -> &ControllerExpectations {
         &self.shared.expectations
+    }
+
+    /// The read-own-writes store: the writes of each owner the informers
+    /// have not shown yet (a disabled store when the option is off).
+    pub fn consistency(&self) -> &ConsistencyStore {
+        &self.shared.consistency
+    }
+
+    /// Syncs skipped so far because an informer had not yet observed this
+    /// controller's own writes (also `replicaset_controller_stale_sync_skips_total`).
+    pub fn stale_sync_skips(&self) -> u64 {
+        self.shared.counters.stale_sync_skips()
+    }
+
+    /// Pods this controller created that the informer never showed before
+    /// their expectations expired, as reported so far (also
+    /// `replicaset_controller_lost_creations_total`).
+    pub fn lost_creations(&self) -> u64 {
+        self.shared.counters.lost_creations_reported()
     }
 
     /// The pod informer's cache.

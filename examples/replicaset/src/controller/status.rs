@@ -173,7 +173,10 @@ impl<O: ReplicaOwner> Shared<O> {
                 "updating status"
             );
             let error = match self.owner_client.update_status(&current).await {
-                Ok(updated) => return Ok(Arc::new(updated)),
+                Ok(updated) => {
+                    self.wrote_owner(&key, &updated);
+                    return Ok(Arc::new(updated));
+                }
                 Err(kube::Error::Api(status)) if status_is(&status, reason::NOT_FOUND, 404) => {
                     return Err(Error::OwnerGone {
                         kind: <O as k8s_openapi::Resource>::KIND,

@@ -1,7 +1,6 @@
 //! One sync of one owner key (upstream's `syncReplicaSet`).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use ctrlkit_podcontrol::PodControlError;
 use ctrlkit_podcontrol::pod::{filter_active_pods, is_controlled_by, is_pod_terminating};
@@ -14,6 +13,8 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 
 use super::Shared;
+use super::availability::availability_requeue;
+use super::churn::apply_churn_condition;
 use super::invalid_spec::{
     EMPTY_SELECTOR_REASON, INVALID_SELECTOR_REASON, SELECTOR_MISMATCH_REASON,
 };
@@ -47,6 +48,8 @@ impl<O: ReplicaOwner> Shared<O> {
             }
             result => result,
         };
+        // Creations held back by the churn guard resume when it ends.
+        let result = result.map(|action| self.with_churn_requeue(key, action));
         tracing::debug!(
             kind = O::kind(&()).as_ref(),
             key,
@@ -62,11 +65,18 @@ impl<O: ReplicaOwner> Shared<O> {
         let Some(owner) = self.owners.get(namespace, name) else {
             tracing::debug!(key, "owner has been deleted");
             self.expectations.delete_expectations(key);
+            self.churn.forget(key);
+            self.consistency.clear(key);
             return Ok(Action::done());
         };
+        // Read-own-writes: not before the caches show our last writes.
+        if let Some(requeue) = self.stale_sync_skip(key) {
+            return Ok(requeue);
+        }
         // Checked before reading the pods, so a pod appearing in between is
         // seen by the next sync rather than counted twice.
         let needs_sync = self.expectations.satisfied(key);
+        self.report_lost_creations(key);
 
         let selector = self.checked_selector(key, &owner).await?;
         let uid = owner.meta().uid.clone().unwrap_or_default();
@@ -74,8 +84,9 @@ impl<O: ReplicaOwner> Shared<O> {
             tracing::warn!(key, replicas, "negative spec.replicas; treating it as 0");
         }
 
-        // The owner's own pods plus the namespace's orphans, from the index.
-        let all_pods = self.pods.by_controller(namespace, &uid, true)?;
+        // The owner's own pods plus the namespace's orphans its selector
+        // could match, from the indexes.
+        let all_pods = self.candidate_pods(namespace, &uid, &selector)?;
         let terminating = O::HAS_TERMINATING_REPLICAS.then(|| {
             all_pods
                 .iter()
@@ -86,6 +97,8 @@ impl<O: ReplicaOwner> Shared<O> {
                 })
                 .count()
         });
+        // Before managing: a pod that just churned must hold back creations.
+        let churn = self.guard_churn(key, &owner, &all_pods).await;
         let active = filter_active_pods(all_pods);
         let active = self.claim_pods(&owner, selector, active).await?;
 
@@ -96,27 +109,30 @@ impl<O: ReplicaOwner> Shared<O> {
         };
 
         let now = Timestamp::now();
-        let status = calculate_status(
+        let mut status = calculate_status(
             owner.as_ref(),
             &active,
             terminating,
             manage_error.as_ref(),
             now,
         );
+        let previous = owner.replica_status();
+        apply_churn_condition(&mut status, &previous, &churn, manage_error.is_some(), now);
         let updated = self.update_status(owner, status).await?;
         if let Some(error) = manage_error {
             return Err(error);
         }
 
-        let min_ready = updated.min_ready_seconds();
-        let status = updated.replica_status();
-        if min_ready > 0 && status.ready_replicas != status.available_replicas {
-            // Some ready pods are not available yet; nothing announces when
-            // they become so.
-            let delay = Duration::from_secs(u64::from(min_ready.unsigned_abs()));
-            return Ok(Action::requeue_after(delay));
-        }
-        Ok(Action::done())
+        // Look again when the next pod becomes available (nothing announces
+        // it), and when unfulfilled expectations expire.
+        let requeue = [
+            availability_requeue(updated.as_ref(), &active, now, Timestamp::now()),
+            self.expectations_requeue(key),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        Ok(requeue.map_or_else(Action::done, Action::requeue_after))
     }
 
     /// The owner's selector, refusing owners that could never converge.
@@ -204,7 +220,8 @@ impl<O: ReplicaOwner> Shared<O> {
             }
         });
         let manager = PodControllerRefManager::new(
-            Arc::clone(&self.pod_control),
+            // Adopt and release patches are own writes, like creates.
+            self.recording_pod_control(&super::object_key(owner.as_ref())),
             owner_meta,
             selector,
             recheck,

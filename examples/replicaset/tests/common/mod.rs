@@ -285,6 +285,13 @@ impl<O: ReplicaOwner> Harness<O> {
     }
 
     pub fn with_burst(burst: usize) -> Self {
+        Self::with_options(ControllerOptions {
+            burst_replicas: burst,
+            ..ControllerOptions::default()
+        })
+    }
+
+    pub fn with_options(options: ControllerOptions) -> Self {
         let pods = Informer::<Pod>::manual().build();
         let owners = Informer::<O>::manual().build();
         let fake = FakePodControl::new();
@@ -294,10 +301,7 @@ impl<O: ReplicaOwner> Harness<O> {
             owners.clone(),
             Arc::new(fake.clone()),
             client.clone(),
-            ControllerOptions {
-                burst_replicas: burst,
-                ..ControllerOptions::default()
-            },
+            options,
         );
         Self {
             pods,
@@ -306,6 +310,27 @@ impl<O: ReplicaOwner> Harness<O> {
             client,
             controller,
         }
+    }
+
+    /// Completes both informers' first (empty) list, as a running informer
+    /// does before the workers start. Read-own-writes only consults synced
+    /// caches, so tests of it call this first.
+    pub fn synced(self) -> Self {
+        self.pods.apply_event(Event::Init);
+        self.pods.apply_event(Event::InitDone);
+        self.owners.apply_event(Event::Init);
+        self.owners.apply_event(Event::InitDone);
+        self
+    }
+
+    /// Makes the cache show the owner as the last status write returned
+    /// it (handlers run): what the watch delivers after a status write.
+    pub fn observe_status_write(&self) {
+        let mut written: O =
+            serde_json::from_value(self.client.updates().last().unwrap().clone()).unwrap();
+        let rv = written.meta().resource_version.clone().unwrap_or_default();
+        written.meta_mut().resource_version = Some(format!("{rv}1"));
+        self.owners.apply_event(Event::Apply(written));
     }
 
     /// Puts the owner in the cache (handlers run) and makes it what the
