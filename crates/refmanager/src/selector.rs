@@ -277,6 +277,44 @@ impl Selector {
     pub fn is_nothing(&self) -> bool {
         matches!(self.inner, Inner::Nothing)
     }
+
+    /// The labels every matching label set must carry with exactly this
+    /// value, as `(key, value)` pairs: the `matchLabels` entries (or map
+    /// entries) and `In` requirements with a single value.
+    ///
+    /// Guarantee: if [`Selector::matches`] accepts a label set, that set
+    /// contains every returned pair. So a lookup may narrow its candidates
+    /// to objects carrying any one of these labels without missing a match.
+    /// The converse does not hold (other requirements still apply), and a
+    /// selector with only set-based requirements (`In` with several values,
+    /// `NotIn`, `Exists`, `DoesNotExist`) returns none. A match-nothing
+    /// selector also returns none.
+    ///
+    /// ```
+    /// use std::collections::BTreeMap;
+    /// use ctrlkit_refmanager::Selector;
+    ///
+    /// let selector = Selector::from_map(&BTreeMap::from([
+    ///     ("app".to_string(), "web".to_string()),
+    ///     ("tier".to_string(), "fe".to_string()),
+    /// ]))?;
+    /// let pairs: Vec<_> = selector.equality_requirements().collect();
+    /// assert_eq!(pairs, [("app", "web"), ("tier", "fe")]);
+    /// # Ok::<(), ctrlkit_refmanager::SelectorError>(())
+    /// ```
+    pub fn equality_requirements(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
+        let requirements = match &self.inner {
+            Inner::Nothing => &[][..],
+            Inner::All(requirements) => requirements.as_slice(),
+        };
+        requirements.iter().filter_map(|r| match r.operator {
+            Operator::Equals | Operator::In if r.values.len() == 1 => {
+                let value = r.values.first()?;
+                Some((r.key.as_str(), value.as_str()))
+            }
+            _ => None,
+        })
+    }
 }
 
 fn equality(key: &str, value: &str) -> Result<Requirement, SelectorError> {
@@ -485,6 +523,43 @@ mod tests {
             Selector::from_map(&labels(&[("", "x")])),
             Err(SelectorError::InvalidKey { .. })
         ));
+    }
+
+    #[test]
+    fn equality_requirements_are_the_labels_every_match_carries() {
+        let s = Selector::from_label_selector(&LabelSelector {
+            match_labels: Some(labels(&[("app", "web")])),
+            match_expressions: Some(vec![
+                LabelSelectorRequirement {
+                    key: "tier".into(),
+                    operator: "In".into(),
+                    values: Some(vec!["fe".into()]),
+                },
+                LabelSelectorRequirement {
+                    key: "env".into(),
+                    operator: "In".into(),
+                    values: Some(vec!["a".into(), "b".into()]),
+                },
+                LabelSelectorRequirement {
+                    key: "legacy".into(),
+                    operator: "DoesNotExist".into(),
+                    values: None,
+                },
+            ]),
+        })
+        .unwrap();
+        let pairs: Vec<_> = s.equality_requirements().collect();
+        assert_eq!(pairs, [("app", "web"), ("tier", "fe")]);
+        let matching = labels(&[("app", "web"), ("tier", "fe"), ("env", "b")]);
+        assert!(s.matches(&matching));
+        for (k, v) in pairs {
+            assert_eq!(matching.get(k).map(String::as_str), Some(v));
+        }
+
+        let set_based = Selector::from_label_selector(&expr("env", "NotIn", Some(&["a"]))).unwrap();
+        assert_eq!(set_based.equality_requirements().count(), 0);
+        assert_eq!(Selector::nothing().equality_requirements().count(), 0);
+        assert_eq!(Selector::everything().equality_requirements().count(), 0);
     }
 
     #[test]
