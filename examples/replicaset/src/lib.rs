@@ -114,5 +114,9 @@ pub use controller::{
     SELECTOR_MISMATCH_REASON, calculate_status, desired_replicas, object_key, split_key,
     status_unchanged,
 };
+pub use controller::{
+    ChurnGuardOptions, DEFAULT_CHURN_BACKOFF_BASE, DEFAULT_CHURN_BACKOFF_MAX, DEFAULT_CHURN_REASONS,
+    DEFAULT_CHURN_WINDOW, DEFAULT_FAILED_PODS_KEPT, FAILED_POD_CHURN_REASON,
+};
 pub use error::Error;
 pub use owner::{REPLICA_FAILURE, ReplicaCondition, ReplicaOwner, ReplicaStatus};

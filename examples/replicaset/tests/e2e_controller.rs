@@ -188,6 +188,7 @@ fn options(env: &Env, burst: usize) -> ControllerOptions {
         workers: 2,
         burst_replicas: burst,
         namespace: Some(env.ns.clone()),
+        ..ControllerOptions::default()
     }
 }
 
