@@ -13,10 +13,13 @@
 //!   controlled by other ReplicaSets;
 //! - `crowded_orphans`: the same number of unrelated pods, of which
 //!   `CTRLKIT_BENCH_ORPHANS` (default 1,000) are orphans (no controller,
-//!   labels the ReplicaSet does not select) — every sync must look at the
-//!   namespace's orphans, since it could adopt them;
-//! - `orphans_only`: only the orphans (no other pods), which separates the
-//!   cost of the orphans from the size of the cache.
+//!   labels the ReplicaSet does not select). A ReplicaSet may adopt any
+//!   orphan its selector matches; the orphan label index lets the sync look
+//!   only at orphans carrying `app=web`, of which there are none;
+//! - `orphans_only`: only the orphans (no other pods);
+//! - `orphans_set_based`: the same orphans, but the ReplicaSet selects with
+//!   `app In (web, web-canary)`, a set-based requirement the index cannot
+//!   narrow, so every sync visits every orphan (the fallback's cost).
 //!
 //! The cases run interleaved, sample by sample, so load changes on a shared
 //! machine affect them alike. The last line compares the medians against
@@ -74,7 +77,16 @@ impl OwnerClient<ReplicaSet> for Owners {
     }
 }
 
-fn replica_set() -> ReplicaSet {
+/// The ReplicaSet `web`, selecting `app=web` (or, if `set_based`,
+/// `app In (web, web-canary)`).
+fn replica_set(set_based: bool) -> ReplicaSet {
+    let selector = if set_based {
+        json!({"matchExpressions": [
+            {"key": "app", "operator": "In", "values": ["web", "web-canary"]}
+        ]})
+    } else {
+        json!({"matchLabels": {"app": "web"}})
+    };
     serde_json::from_value(json!({
         "metadata": {
             "name": "web", "namespace": NS, "uid": "uid-web",
@@ -82,7 +94,7 @@ fn replica_set() -> ReplicaSet {
         },
         "spec": {
             "replicas": REPLICAS,
-            "selector": {"matchLabels": {"app": "web"}},
+            "selector": selector,
             "template": {
                 "metadata": {"labels": {"app": "web"}},
                 "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}
@@ -136,7 +148,7 @@ struct Case {
 }
 
 impl Case {
-    async fn new(name: &'static str, unrelated: usize, orphans: usize) -> Self {
+    async fn new(name: &'static str, unrelated: usize, orphans: usize, set_based: bool) -> Self {
         let pods = Informer::<Pod>::manual().build();
         let rs_informer = Informer::<ReplicaSet>::manual().build();
         let fake = FakePodControl::new();
@@ -148,7 +160,7 @@ impl Case {
             owners.clone(),
             ControllerOptions::default(),
         );
-        let rs = replica_set();
+        let rs = replica_set(set_based);
         *owners.last.lock() = Some(rs.clone());
         rs_informer.apply_event(Event::Apply(rs));
         for i in 0..REPLICAS {
@@ -250,10 +262,11 @@ fn main() {
     runtime.block_on(async {
         let setup = Instant::now();
         let mut cases = vec![
-            Case::new("empty", 0, 0).await,
-            Case::new("crowded_owned", unrelated, 0).await,
-            Case::new("crowded_orphans", unrelated, orphans).await,
-            Case::new("orphans_only", orphans, orphans).await,
+            Case::new("empty", 0, 0, false).await,
+            Case::new("crowded_owned", unrelated, 0, false).await,
+            Case::new("crowded_orphans", unrelated, orphans, false).await,
+            Case::new("orphans_only", orphans, orphans, false).await,
+            Case::new("orphans_set_based", orphans, orphans, true).await,
         ];
         eprintln!("setup took {:?}", setup.elapsed());
         // Warm-up, then interleaved samples.

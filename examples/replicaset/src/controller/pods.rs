@@ -1,0 +1,193 @@
+//! The pods one sync looks at: those the owner controls, plus the orphans of
+//! its namespace it could adopt.
+
+use std::sync::Arc;
+
+use ctrlkit_informer::{BY_ORPHAN_LABEL, Informer, index_orphans_by_label};
+use ctrlkit_refmanager::Selector;
+use k8s_openapi::api::core::v1::Pod;
+
+use super::Shared;
+use crate::Error;
+use crate::owner::ReplicaOwner;
+
+/// Registers the pod index [`Shared::candidate_pods`] narrows orphans with
+/// (a no-op if another controller sharing the informer already did).
+pub(super) fn add_orphan_label_index(pods: &Informer<Pod>) {
+    pods.add_index_if_absent(BY_ORPHAN_LABEL, index_orphans_by_label);
+}
+
+impl<O: ReplicaOwner> Shared<O> {
+    /// The pods controlled by the owner with UID `uid` in `namespace`, then
+    /// the namespace's orphans that carry every label `selector` requires by
+    /// equality.
+    ///
+    /// Leaving out the other orphans changes nothing: the selector cannot
+    /// match them, so the claim step would skip them. Reading them from the
+    /// orphan label index means a sync visits only the orphans with the
+    /// least common of those labels, so unrelated orphans in the namespace
+    /// do not slow it down. A selector with only set-based requirements
+    /// (`In` with several values, `NotIn`, `Exists`, `DoesNotExist`)
+    /// narrows nothing: every orphan of the namespace is returned, and the
+    /// claim step filters them as before.
+    pub(super) fn candidate_pods(
+        &self,
+        namespace: &str,
+        uid: &str,
+        selector: &Selector,
+    ) -> Result<Vec<Arc<Pod>>, Error> {
+        let labels: Vec<(&str, &str)> = selector.equality_requirements().collect();
+        Ok(self
+            .pods
+            .by_controller_with_labelled_orphans(namespace, uid, &labels)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use async_trait::async_trait;
+    use ctrlkit_podcontrol::FakePodControl;
+    use k8s_openapi::api::apps::v1::ReplicaSet;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+    use kube::runtime::watcher::Event;
+    use serde_json::json;
+
+    use super::*;
+    use crate::{ControllerOptions, OwnerClient, ReplicaSetController};
+
+    /// Never called: `candidate_pods` reads only the caches.
+    struct NoOwners;
+
+    #[async_trait]
+    impl OwnerClient<ReplicaSet> for NoOwners {
+        async fn get(&self, _: &str, _: &str) -> Result<Option<ReplicaSet>, kube::Error> {
+            Ok(None)
+        }
+
+        async fn update_status(&self, rs: &ReplicaSet) -> Result<ReplicaSet, kube::Error> {
+            Ok(rs.clone())
+        }
+    }
+
+    fn pod(ns: &str, name: &str, labels: serde_json::Value, owner_uid: Option<&str>) -> Pod {
+        let mut metadata = json!({"name": name, "namespace": ns, "uid": name, "labels": labels});
+        if let Some(uid) = owner_uid {
+            metadata["ownerReferences"] = json!([{
+                "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": uid,
+                "controller": true
+            }]);
+        }
+        serde_json::from_value(json!({ "metadata": metadata })).unwrap()
+    }
+
+    fn controller(pods: &[Pod]) -> ReplicaSetController {
+        let informer = Informer::<Pod>::manual().build();
+        for p in pods {
+            informer.apply_event(Event::Apply(p.clone()));
+        }
+        ReplicaSetController::from_parts(
+            informer,
+            Informer::<ReplicaSet>::manual().build(),
+            Arc::new(FakePodControl::new()),
+            Arc::new(NoOwners),
+            ControllerOptions::default(),
+        )
+    }
+
+    fn names(pods: Vec<Arc<Pod>>) -> Vec<String> {
+        let mut names: Vec<_> = pods
+            .iter()
+            .map(|p| p.metadata.name.clone().unwrap())
+            .collect();
+        names.sort();
+        names
+    }
+
+    fn selector(value: serde_json::Value) -> Selector {
+        let selector: LabelSelector = serde_json::from_value(value).unwrap();
+        Selector::from_label_selector(&selector).unwrap()
+    }
+
+    fn crowd() -> Vec<Pod> {
+        vec![
+            pod("ns", "mine", json!({"app": "web"}), Some("rs-uid")),
+            pod("ns", "theirs", json!({"app": "web"}), Some("other-uid")),
+            pod("ns", "match", json!({"app": "web", "tier": "fe"}), None),
+            pod("ns", "half", json!({"app": "web"}), None),
+            pod("ns", "other", json!({"app": "db", "tier": "fe"}), None),
+            pod(
+                "elsewhere",
+                "far",
+                json!({"app": "web", "tier": "fe"}),
+                None,
+            ),
+        ]
+    }
+
+    #[test]
+    fn equality_selectors_see_only_the_orphans_carrying_their_labels() {
+        let c = controller(&crowd());
+        let s = selector(json!({"matchLabels": {"app": "web", "tier": "fe"}}));
+        let got = c.shared.candidate_pods("ns", "rs-uid", &s).unwrap();
+        // Owned pods come first, as with `by_controller`.
+        assert_eq!(got[0].metadata.name.as_deref(), Some("mine"));
+        assert_eq!(names(got), ["match", "mine"]);
+
+        let s = selector(json!({"matchLabels": {"app": "web"}}));
+        let got = c.shared.candidate_pods("ns", "rs-uid", &s).unwrap();
+        assert_eq!(names(got), ["half", "match", "mine"]);
+    }
+
+    #[test]
+    fn set_based_selectors_see_every_orphan_of_the_namespace() {
+        let c = controller(&crowd());
+        let s = selector(json!({"matchExpressions": [
+            {"key": "app", "operator": "In", "values": ["web", "api"]}
+        ]}));
+        let got = c.shared.candidate_pods("ns", "rs-uid", &s).unwrap();
+        assert_eq!(names(got), ["half", "match", "mine", "other"]);
+        // Mixed: the equality part narrows, the set-based part is left to
+        // the claim step.
+        let s = selector(json!({
+            "matchLabels": {"tier": "fe"},
+            "matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["db"]}]
+        }));
+        let got = c.shared.candidate_pods("ns", "rs-uid", &s).unwrap();
+        assert_eq!(names(got), ["match", "mine", "other"]);
+    }
+
+    #[test]
+    fn the_index_follows_adoption_and_release() {
+        let informer = Informer::<Pod>::manual().build();
+        let c = ReplicaSetController::from_parts(
+            informer.clone(),
+            Informer::<ReplicaSet>::manual().build(),
+            Arc::new(FakePodControl::new()),
+            Arc::new(NoOwners),
+            ControllerOptions::default(),
+        );
+        let s = selector(json!({"matchLabels": {"app": "web"}}));
+        informer.apply_event(Event::Apply(pod("ns", "p", json!({"app": "web"}), None)));
+        assert_eq!(
+            names(c.shared.candidate_pods("ns", "rs-uid", &s).unwrap()),
+            ["p"]
+        );
+        informer.apply_event(Event::Apply(pod(
+            "ns",
+            "p",
+            json!({"app": "web"}),
+            Some("other-uid"),
+        )));
+        assert!(
+            c.shared
+                .candidate_pods("ns", "rs-uid", &s)
+                .unwrap()
+                .is_empty()
+        );
+        informer.apply_event(Event::Apply(pod("ns", "p", json!({"app": "web"}), None)));
+        assert_eq!(
+            names(c.shared.candidate_pods("ns", "rs-uid", &s).unwrap()),
+            ["p"]
+        );
+    }
+}
