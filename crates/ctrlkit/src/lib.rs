@@ -11,6 +11,7 @@
 //! | [`informer`] | `ctrlkit-informer` | a watch-driven cache with indexes and add/update/delete handlers that see old and new objects |
 //! | [`worker`] | `ctrlkit-worker` | N workers running your sync function over the queue, with retries, panic containment and graceful drain |
 //! | [`expectations`] | `ctrlkit-expectations` | "I created 3 pods and have not seen them yet": keeps a sync from acting on a stale cache |
+//! | [`consistency`] | `ctrlkit-consistency` | read-own-writes: skip a sync until the informer caches show the resourceVersions this controller wrote |
 //! | [`batch`] | `ctrlkit-batch` | `slow_start_batch`: create many objects in doubling batches, stopping at the first failure |
 //! | [`podcontrol`] | `ctrlkit-podcontrol` | the `PodControl` trait (create/delete/patch pods with events), its kube implementation and a recording fake, pod predicates, the scale-down ranking |
 //! | [`refmanager`] | `ctrlkit-refmanager` | adopting and releasing dependents through controller `ownerReferences` |
@@ -22,7 +23,10 @@
 //! only from informer stores, claims its pods with the ref manager, and
 //! creates or deletes the difference through `PodControl` in slow-start
 //! batches, recording expectations so that the next sync waits until the
-//! informer has seen its own writes. The repository's
+//! informer has seen its own writes. A
+//! [`ConsistencyStore`](consistency::ConsistencyStore) adds the same
+//! guarantee for every write, status writes included, by comparing
+//! resourceVersions. The repository's
 //! `examples/replicaset` builds the ReplicaSet and ReplicationController
 //! controllers exactly this way.
 //!
@@ -143,6 +147,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub use ctrlkit_batch as batch;
+pub use ctrlkit_consistency as consistency;
 pub use ctrlkit_expectations as expectations;
 pub use ctrlkit_informer as informer;
 pub use ctrlkit_podcontrol as podcontrol;
@@ -154,6 +159,7 @@ pub use ctrlkit_workqueue as workqueue;
 /// `use ctrlkit::prelude::*;`.
 pub mod prelude {
     pub use ctrlkit_batch::{BatchError, slow_start_batch};
+    pub use ctrlkit_consistency::{ConsistencyStore, GroupResource};
     pub use ctrlkit_expectations::ControllerExpectations;
     pub use ctrlkit_informer::{
         DeletedObject, EventHandler, HandlerFns, Informer, SharedInformerFactory, Store,
