@@ -96,12 +96,15 @@ impl Logs {
 type ErrorFn = Arc<dyn Fn() -> kube::Error + Send + Sync>;
 
 /// An owner client whose live read returns `live` and whose status writes
-/// succeed (echoed back) or fail with `fail_writes()` while it is set.
+/// succeed or fail with `fail_writes()` while it is set. A successful write
+/// bumps the resourceVersion and, like the watch would, shows the stored
+/// object in the `watch` informer.
 struct ScriptedClient<O> {
     live: Mutex<Option<O>>,
     gets: AtomicUsize,
     writes: Mutex<Vec<O>>,
     fail_writes: Mutex<Option<ErrorFn>>,
+    watch: Mutex<Option<Informer<O>>>,
 }
 
 impl<O> ScriptedClient<O> {
@@ -111,6 +114,7 @@ impl<O> ScriptedClient<O> {
             gets: AtomicUsize::new(0),
             writes: Mutex::new(Vec::new()),
             fail_writes: Mutex::new(None),
+            watch: Mutex::new(None),
         }
     }
 
@@ -149,6 +153,11 @@ impl<O: ReplicaOwner> OwnerClient<O> for ScriptedClient<O> {
         let mut updated = owner.clone();
         let rv = updated.meta().resource_version.clone().unwrap_or_default();
         updated.meta_mut().resource_version = Some(format!("{rv}1"));
+        *self.live.lock() = Some(updated.clone());
+        let watch = self.watch.lock().clone();
+        if let Some(watch) = watch {
+            watch.apply_event(Event::Apply(updated.clone()));
+        }
         Ok(updated)
     }
 }
@@ -169,6 +178,7 @@ impl<O: ReplicaOwner> Rig<O> {
         let owners = Informer::<O>::manual().build();
         let fake = FakePodControl::new();
         let client = Arc::new(ScriptedClient::new(None));
+        *client.watch.lock() = Some(owners.clone());
         let controller = Controller::from_parts(
             pods.clone(),
             owners.clone(),
@@ -202,15 +212,21 @@ impl<O: ReplicaOwner> Rig<O> {
         self.pods.apply_event(Event::InitDone);
     }
 
-    /// Replaces the cached owner (handlers run).
-    fn update_owner(&self, owner: &O) {
-        *self.client.live.lock() = Some(owner.clone());
-        self.owners.apply_event(Event::Apply(owner.clone()));
+    /// The user edits the owner (through its JSON form): a new
+    /// resourceVersion, seen by the live read and the informer.
+    fn user_edit(&self, f: impl FnOnce(&mut Value)) {
+        let cached = self.owners.store().get(NS, "web").unwrap();
+        let mut edited = edit(cached.as_ref(), f);
+        let rv = edited.meta().resource_version.clone().unwrap_or_default();
+        edited.meta_mut().resource_version = Some(format!("{rv}2"));
+        *self.client.live.lock() = Some(edited.clone());
+        self.owners.apply_event(Event::Apply(edited));
     }
 
-    /// The owner as the last status write left it (spec unchanged).
-    fn written_owner(&self) -> O {
-        self.client.writes.lock().last().cloned().unwrap()
+    /// Shows the pods the fake created since the last call in the pod
+    /// cache, as the watch would; returns how many.
+    fn observe_created(&self) -> usize {
+        observe_created(&self.fake, &self.pods)
     }
 
     fn expectations(&self) -> Option<(i64, i64)> {
@@ -220,7 +236,8 @@ impl<O: ReplicaOwner> Rig<O> {
             .map(|e| (e.add, e.del))
     }
 
-    /// Runs the controller's workers for `duration` of (paused) time.
+    /// Runs the controller's workers for `duration` of (paused) time, with
+    /// the pods it creates showing up in the pod cache 100 ms later.
     async fn run_for(self, duration: Duration) -> Ran<O> {
         let Rig {
             pods,
@@ -232,9 +249,19 @@ impl<O: ReplicaOwner> Rig<O> {
         let queue = controller.queue().clone();
         let token = CancellationToken::new();
         let task = tokio::spawn(controller.run(token.clone()));
+        let watch = tokio::spawn({
+            let (fake, pods, token) = (fake.clone(), pods.clone(), token.clone());
+            async move {
+                while !token.is_cancelled() {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    observe_created(&fake, &pods);
+                }
+            }
+        });
         tokio::time::sleep(duration).await;
         token.cancel();
         task.await.unwrap().unwrap();
+        watch.await.unwrap();
         Ran {
             _pods: pods,
             _owners: owners,
@@ -243,6 +270,22 @@ impl<O: ReplicaOwner> Rig<O> {
             queue,
         }
     }
+}
+
+/// Shows the pods `fake` created that the `pods` cache does not have yet
+/// (handlers run); returns how many.
+fn observe_created(fake: &FakePodControl, pods: &Informer<Pod>) -> usize {
+    let store = pods.store();
+    let new: Vec<Pod> = fake
+        .created_pods()
+        .into_iter()
+        .filter(|p| store.get(NS, p.metadata.name.as_deref().unwrap()).is_none())
+        .collect();
+    let n = new.len();
+    for pod in new {
+        pods.apply_event(Event::Apply(pod));
+    }
+    n
 }
 
 /// What is left to inspect after [`Rig::run_for`].
@@ -541,8 +584,8 @@ async fn an_invalid_selector_operator_is_reported_once_and_not_retried() {
     // Nothing adopted, nothing created.
     assert_eq!((rig.fake.create_count(), rig.fake.patch_count()), (0, 0));
 
-    // Once the condition is on the owner, a sync writes nothing more.
-    rig.update_owner(&rig.written_owner());
+    // Once the watch shows the condition on the owner, a sync writes
+    // nothing more.
     rig.controller.sync(KEY).await.unwrap_err();
     assert_eq!(rig.client.write_count(), 1);
 
@@ -579,11 +622,10 @@ async fn a_selector_not_matching_the_template_is_reported_until_fixed() {
     );
 
     // The user fixes the template: pods are made and the condition goes.
-    let fixed = edit(&rig.written_owner(), |v| {
+    rig.user_edit(|v| {
         v["spec"]["template"]["metadata"]["labels"] = json!({"app": "web"});
         v["metadata"]["generation"] = json!(2);
     });
-    rig.update_owner(&fixed);
     rig.controller.sync(KEY).await.unwrap();
     assert_eq!(rig.fake.created_pods().len(), 2);
     let status = rig.client.last_status();
@@ -599,10 +641,9 @@ async fn a_failed_create_after_a_fixed_selector_replaces_the_invalid_spec_reason
     });
     rig.seed(&rs, &[]);
     rig.controller.sync(KEY).await.unwrap_err();
-    let fixed = edit(&rig.written_owner(), |v| {
+    rig.user_edit(|v| {
         v["spec"]["template"]["metadata"]["labels"] = json!({"app": "web"});
     });
-    rig.update_owner(&fixed);
     rig.fake.fail_after_op(Operation::Create, 0, || {
         PodControlError::api_status(403, "Forbidden", "exceeded quota")
     });
@@ -685,9 +726,7 @@ async fn absurd_replica_counts_create_at_most_a_burst_per_sync() {
             let status = rig.client.last_status();
             assert_eq!(status["replicas"], observed, "{status}");
             assert!(has_no_conditions(&status), "{status}");
-            for pod in created {
-                rig.pods.apply_event(Event::Apply(pod));
-            }
+            assert_eq!(rig.observe_created(), burst);
             rig.fake.clear();
             observed += burst;
             assert_eq!(rig.expectations(), Some((0, 0)));
@@ -710,10 +749,13 @@ async fn absurd_min_ready_seconds_neither_overflow_nor_spin() {
         let action = rig.controller.sync(KEY).await.unwrap();
         let status = rig.client.last_status();
         if min_ready > 0 {
-            // Ready, not yet available: one far requeue, no overflow.
-            assert_eq!(
-                action.requeue_delay(),
-                Some(Duration::from_secs(u64::from(min_ready.unsigned_abs())))
+            // Ready, not yet available: one far requeue (when the pod
+            // becomes available), no overflow.
+            let delay = action.requeue_delay().unwrap();
+            let max = Duration::from_secs(u64::from(min_ready.unsigned_abs()));
+            assert!(
+                delay <= max && delay > max - Duration::from_secs(60),
+                "{delay:?}"
             );
             assert_eq!(status["availableReplicas"], 0);
         } else {
