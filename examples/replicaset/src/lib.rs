@@ -33,6 +33,15 @@
 //! 6. **Requeue** after `minReadySeconds` while some ready pods are not yet
 //!    available, since nothing announces that moment.
 //!
+//! **Beyond upstream: the churn guard.** When pods fail right after
+//! creation (the kubelet rejects them with `OutOfpods`, `NodeAffinity`, …),
+//! upstream replaces them at once, for ever: thousands of `Failed` pods. By
+//! default this controller backs off creating pods for that owner
+//! exponentially, sets `ReplicaFailure` with reason
+//! [`FAILED_POD_CHURN_REASON`], emits a Warning event, and keeps only the
+//! newest few `Failed` pods; see [`ChurnGuardOptions`] (and
+//! [`ChurnGuardOptions::disabled`] for upstream's behaviour).
+//!
 //! [`ReplicaSetController`] and [`ReplicationManager`] are the same generic
 //! [`Controller`] over the [`ReplicaOwner`] trait, which both API types
 //! implement. The binaries and the operational shell (metrics, health,
