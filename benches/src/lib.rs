@@ -7,8 +7,11 @@
 //! - [`stats`]: medians and percentiles.
 //! - [`sched`]: CPU time and run-queue wait of the process, to tell a slow
 //!   queue from a busy machine.
+//! - [`naive`]: a naive kube-runtime ReplicaSet controller and the driver
+//!   comparing it with ctrlkit's (the `compare` binary).
 
 pub mod floor;
+pub mod naive;
 pub mod sched;
 pub mod stats;
 pub mod workloads;
