@@ -338,7 +338,10 @@ mod tests {
     fn read_own_writes_flag() {
         assert!(parse(&[]).unwrap().controller_options().read_own_writes);
         assert!(parse(&["--read-own-writes"]).unwrap().read_own_writes);
-        let off: [&[&str]; 2] = [&["--read-own-writes=false"], &["--read-own-writes", "false"]];
+        let off: [&[&str]; 2] = [
+            &["--read-own-writes=false"],
+            &["--read-own-writes", "false"],
+        ];
         for flags in off {
             let options = parse(flags).unwrap().controller_options();
             assert!(!options.read_own_writes, "{flags:?}");
