@@ -135,6 +135,19 @@ impl Fixture {
         created
     }
 
+    /// Shows `pod` in the cache with another phase (`Failed`: rejected
+    /// with `OutOfpods`).
+    fn set_phase(&self, pod: &Pod, phase: &str) {
+        let pod = edit(pod, |v| {
+            v["metadata"]["resourceVersion"] = json!("999");
+            v["status"] = match phase {
+                "Failed" => json!({"phase": "Failed", "reason": "OutOfpods"}),
+                _ => json!({"phase": phase}),
+            };
+        });
+        self.pods.apply_event(Event::Apply(pod));
+    }
+
     /// The `ReplicaFailure` condition of the last status written.
     fn failure_condition(&self) -> Option<Value> {
         let status = self.client.last_status();
@@ -172,30 +185,38 @@ async fn churned_pods_hold_back_creation_until_the_backoff_ends() {
     assert_eq!(action.requeue_delay(), Some(Duration::from_secs(1)));
     assert_eq!(f.client.updates().len(), writes, "status unchanged");
 
-    // Backoff over: the replacements are created, fail too, and the
-    // backoff doubles twice (four strikes: 80 s).
+    // Backoff over: one probe pod only, however many are missing, and no
+    // more while it is pending.
     tokio::time::advance(Duration::from_secs(1)).await;
     f.sync().await;
-    assert_eq!(f.new_creates(), 2);
-    f.observe_created("Failed");
+    assert_eq!(f.new_creates(), 1, "a single probe");
+    let probe = f.observe_created("Pending").remove(0);
+    f.sync().await;
+    assert_eq!(f.new_creates(), 0, "the probe is pending");
+
+    // It fails too: the backoff doubles (three strikes: 40 s).
+    f.set_phase(&probe, "Failed");
     let action = f.sync().await;
     assert_eq!(f.new_creates(), 0);
-    assert_eq!(action.requeue_delay(), Some(Duration::from_secs(80)));
+    assert_eq!(action.requeue_delay(), Some(Duration::from_secs(40)));
     assert!(f.failure_condition().is_some());
 
-    // The kubelet admits pods again: after the backoff the new pods run,
-    // the condition goes and creation is back to normal.
-    tokio::time::advance(Duration::from_secs(80)).await;
+    // The kubelet admits pods again: after the backoff the probe runs, the
+    // condition goes and the missing pod is created at once.
+    tokio::time::advance(Duration::from_secs(40)).await;
     f.sync().await;
-    assert_eq!(f.new_creates(), 2);
+    assert_eq!(f.new_creates(), 1);
     f.observe_created("Running");
     f.sync().await;
+    assert_eq!(f.new_creates(), 1, "back to normal");
     assert_eq!(f.failure_condition(), None, "condition cleared");
+    f.observe_created("Running");
+    f.sync().await;
     assert_eq!(f.client.last_status()["replicas"], 2);
     assert_eq!(
         f.fake.delete_count(),
         0,
-        "four Failed pods are within the cap"
+        "three Failed pods are within the cap"
     );
 }
 

@@ -38,13 +38,13 @@ impl<O: ReplicaOwner> Shared<O> {
         let burst = i64::try_from(self.burst_replicas).unwrap_or(i64::MAX);
         let diff = have - desired;
         if diff < 0 {
-            if let Some(backoff) = self.churn_backoff(&key) {
-                // Created pods keep failing at once: the churn guard holds
-                // creations back and the sync is requeued when it ends.
-                tracing::debug!(key, need = -diff, ?backoff, "pod creation backed off");
+            let count = usize::try_from((-diff).min(burst)).unwrap_or(0);
+            // Created pods keep failing at once: the churn guard holds
+            // creations back (the sync is requeued when its backoff ends).
+            let count = self.churn_allowance(&key, &active, count);
+            if count == 0 {
                 return Ok(());
             }
-            let count = usize::try_from((-diff).min(burst)).unwrap_or(0);
             tracing::debug!(key, need = -diff, creating = count, "too few replicas");
             self.create_pods(&key, owner, count).await
         } else if diff > 0 {

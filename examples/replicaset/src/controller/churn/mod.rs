@@ -12,7 +12,8 @@
 //! and the owner
 //!
 //! - creates no pods for an exponentially growing backoff
-//!   ([`ChurnGuardOptions::backoff`]), and is synced again when it ends;
+//!   ([`ChurnGuardOptions::backoff`]), is synced again when it ends, and
+//!   then creates one probe pod at a time until one runs;
 //! - reports `ReplicaFailure` with reason [`FAILED_POD_CHURN_REASON`] and a
 //!   message naming the pods' failure reason, and emits a Warning event of
 //!   that reason for each sync that saw new failures;

@@ -43,9 +43,12 @@ pub const DEFAULT_FAILED_PODS_KEPT: usize = 5;
 /// [`reasons`](Self::reasons). Each churning pod is a strike against its
 /// owner; after `n` strikes the owner creates no pods for
 /// `min(backoff_base × 2^(n-1), backoff_max)`, measured on tokio's clock
-/// from the last strike. The strikes are forgotten once a pod created no
-/// earlier than the last churning pod is `Running`, or when no pod has
-/// churned for twice `backoff_max`.
+/// from the last strike; after that it creates a single *probe* pod, and
+/// nothing more while the probe is neither `Running` nor `Failed`, however
+/// many replicas are missing. The strikes are forgotten once a pod created
+/// no earlier than the last churning pod is `Running`, or when no pod has
+/// churned for twice `backoff_max` (so a probe that stays `Pending`, e.g.
+/// unschedulable, holds the owner back for at most that long).
 ///
 /// `Default` turns the guard on with 60 s, 10 s, 5 min, 5 kept failed pods
 /// and [`DEFAULT_CHURN_REASONS`]; [`ChurnGuardOptions::disabled`] gives

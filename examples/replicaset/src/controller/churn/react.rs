@@ -133,6 +133,24 @@ impl<O: ReplicaOwner> Shared<O> {
         self.churn.creation_backoff(key, Instant::now())
     }
 
+    /// How many of the `wanted` pods `key` may create now: all while its
+    /// pods do not churn; none during the backoff; after it, one probe, and
+    /// none while that probe is neither `Running` nor `Failed` (see
+    /// [`ChurnTracker::probe_limit`](super::ChurnTracker)).
+    pub(crate) fn churn_allowance(&self, key: &str, active: &[Arc<Pod>], wanted: usize) -> usize {
+        if let Some(backoff) = self.churn_backoff(key) {
+            tracing::debug!(key, wanted, ?backoff, "pod creation backed off");
+            return 0;
+        }
+        match self.churn.probe_limit(key, active) {
+            Some(limit) if limit < wanted => {
+                tracing::debug!(key, wanted, limit, "creating a probe pod only");
+                limit
+            }
+            _ => wanted,
+        }
+    }
+
     /// `action` adjusted so that the owner is synced again when its churn
     /// backoff ends (the earlier of the two delays wins); a rate-limited
     /// requeue is left as it is.

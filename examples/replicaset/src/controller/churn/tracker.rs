@@ -245,6 +245,27 @@ impl ChurnTracker {
         (until > now).then(|| until - now)
     }
 
+    /// How many pods `key` may create once its backoff is over: `None`
+    /// without strikes (no limit); with strikes one *probe*, or none while
+    /// an earlier probe (a pod among `active` created no earlier than the
+    /// last churned pod and not yet `Running`) has not shown whether pods
+    /// survive now. So a churning owner creates one pod per backoff, however
+    /// many replicas it misses.
+    pub(crate) fn probe_limit(&self, key: &str, active: &[Arc<Pod>]) -> Option<usize> {
+        if !self.options.enabled {
+            return None;
+        }
+        let owners = self.lock();
+        let state = owners.get(key).filter(|s| s.strikes > 0)?;
+        let since = state.newest_churned_creation?;
+        let probing = active.iter().any(|p| {
+            is_controlled_by(p, &state.uid)
+                && pod_phase(p) != "Running"
+                && created(p).is_none_or(|c| c >= since)
+        });
+        Some(usize::from(!probing))
+    }
+
     /// Drops the state of `key` (the owner was deleted).
     pub(crate) fn forget(&self, key: &str) {
         self.lock().remove(key);
@@ -505,6 +526,29 @@ mod tests {
         t.forget(KEY);
         assert_eq!(t.tracked(), 0);
         assert_eq!(t.creation_backoff(KEY, start), None);
+    }
+
+    #[test]
+    fn with_strikes_one_probe_at_a_time() {
+        let (t, now) = (tracker(), Timestamp::now());
+        let start = Instant::now();
+        assert_eq!(t.probe_limit(KEY, &[]), None, "no strikes, no limit");
+        t.assess(KEY, UID, &[rejected("a", 5, now)], start, now);
+        assert_eq!(t.probe_limit(KEY, &[]), Some(1));
+        // Older pods, running or not, are no probes.
+        let old_pending = pod("old", UID, "Pending", None, Some(3600), now);
+        assert_eq!(
+            t.probe_limit(KEY, std::slice::from_ref(&old_pending)),
+            Some(1)
+        );
+        // A pod created after the failed one and not running yet is.
+        let probe = pod("probe", UID, "Pending", None, Some(1), now);
+        assert_eq!(t.probe_limit(KEY, &[old_pending, probe]), Some(0));
+        // Someone else's pod is not.
+        let other = pod("other", "uid-other", "Pending", None, Some(1), now);
+        assert_eq!(t.probe_limit(KEY, &[other]), Some(1));
+        let off = ChurnTracker::new(ChurnGuardOptions::disabled());
+        assert_eq!(off.probe_limit(KEY, &[]), None);
     }
 
     #[test]
