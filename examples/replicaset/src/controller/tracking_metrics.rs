@@ -49,3 +49,31 @@ impl TrackingMetrics {
             .inc_by(n);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_are_exposed_under_upstreams_name_and_ours() {
+        let mut registry = Registry::default();
+        let metrics = TrackingMetrics::register(&mut registry);
+        metrics.inc_stale_sync_skips("replicaset", &GroupResource::new("", "pods"));
+        metrics.inc_stale_sync_skips("replicaset", &GroupResource::new("", "pods"));
+        metrics.inc_lost_creations("replicationmanager", 3);
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        assert!(
+            text.contains(
+                r#"replicaset_controller_stale_sync_skips_total{controller="replicaset",group="",resource="pods"} 2"#
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                r#"replicaset_controller_lost_creations_total{controller="replicationmanager"} 3"#
+            ),
+            "{text}"
+        );
+    }
+}
