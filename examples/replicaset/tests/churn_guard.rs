@@ -14,7 +14,7 @@ use std::cell::Cell;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{FakeOwnerClient, NS, edit, replica_set};
+use common::{FakeOwnerClient, Harness, NS, edit, replica_set, replication_controller};
 use ctrlkit_informer::{Informer, SharedInformerFactory};
 use ctrlkit_podcontrol::FakePodControl;
 use ctrlkit_replicaset::{
@@ -24,7 +24,7 @@ use ctrlkit_replicaset::{
 use ctrlkit_testcluster::kubelet::KubeletConfig;
 use ctrlkit_testcluster::{TestCluster, TestClusterConfig};
 use k8s_openapi::api::apps::v1::ReplicaSet;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, ReplicationController};
 use k8s_openapi::api::events::v1::Event as ClusterEvent;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{ListParams, PostParams};
@@ -281,6 +281,35 @@ async fn a_deleted_and_recreated_owner_starts_without_backoff() {
     f.put_owner(&fresh);
     f.sync().await;
     assert_eq!(f.new_creates(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_replication_manager_is_guarded_too() {
+    let h = Harness::<ReplicationController>::new();
+    let rc = replication_controller("web", 2, "web");
+    h.owner(&rc);
+    let key = Harness::key(&rc);
+    h.controller.sync(&key).await.unwrap();
+    assert_eq!(h.fake.create_count(), 2);
+    for pod in h.fake.created_pods() {
+        h.pod(&edit(&pod, |v| {
+            v["metadata"]["creationTimestamp"] = json!(Timestamp::now().to_string());
+            v["status"] = json!({"phase": "Failed", "reason": "NodeAffinity"});
+        }));
+    }
+    h.fake.clear();
+    h.controller.sync(&key).await.unwrap();
+    assert_eq!(h.fake.create_count(), 0, "backing off");
+    let status = h.client.last_status();
+    let condition = &status["conditions"][0];
+    assert_eq!(condition["type"], REPLICA_FAILURE);
+    assert_eq!(condition["reason"], FAILED_POD_CHURN_REASON);
+    assert!(
+        condition["message"]
+            .as_str()
+            .unwrap()
+            .contains("NodeAffinity")
+    );
 }
 
 // ---------------------------------------------------------------------------
