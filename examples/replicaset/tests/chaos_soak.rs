@@ -23,7 +23,9 @@ use std::time::{Duration, Instant as WallInstant};
 use axum::http::{HeaderName, HeaderValue};
 use ctrlkit_informer::SharedInformerFactory;
 use ctrlkit_podcontrol::pod::{is_pod_active, is_pod_available, is_pod_ready, is_pod_terminating};
-use ctrlkit_replicaset::{ControllerOptions, ReplicaSetController, ReplicationManager};
+use ctrlkit_replicaset::{
+    ControllerOptions, DEFAULT_FAILED_PODS_KEPT, ReplicaSetController, ReplicationManager,
+};
 use ctrlkit_testcluster::faults::{
     ErrorKind, ErrorRule, FaultConfig, FaultKind, INTERNAL_HEADER, Latency,
 };
@@ -180,6 +182,11 @@ enum Op {
         slot: usize,
         orphan: bool,
     },
+    /// The kubelet rejects every new pod (`OutOfpods`, phase `Failed`) for
+    /// this long: the churn guard backs off, then recovers.
+    KubeletRejects {
+        for_: Duration,
+    },
     /// Stop both controllers and start new ones on a fresh factory.
     Restart,
     /// Answer the next watch of this resource with 410 Gone.
@@ -261,7 +268,10 @@ fn schedule(seed: u64, ops: usize) -> Schedule {
                         orphan: rng.percent(40),
                     }
                 }
-                82..88 => Op::Restart,
+                82..85 => Op::KubeletRejects {
+                    for_: Duration::from_millis(500 + rng.below(5000)),
+                },
+                85..90 => Op::Restart,
                 _ => Op::ForceGone(rng.pick(&["pods", "replicasets", "replicationcontrollers"])),
             }
         };
@@ -322,6 +332,9 @@ fn start_controllers(client: &kube::Client) -> Running {
     let factory = SharedInformerFactory::new(client.clone());
     let options = ControllerOptions {
         namespace: Some(NS.to_owned()),
+        // `CTRLKIT_SOAK_READ_OWN_WRITES=0` soaks the controllers without
+        // read-own-writes (as upstream with the gate off).
+        read_own_writes: std::env::var("CTRLKIT_SOAK_READ_OWN_WRITES").as_deref() != Ok("0"),
         ..ControllerOptions::default()
     };
     let rs = ReplicaSetController::new(client.clone(), &factory, options.clone(), None).unwrap();
@@ -539,6 +552,13 @@ impl Driver {
                 let how = if orphan { "orphan" } else { "background" };
                 Ok(Some(format!("deleted {} ({how})", self.name(slot))))
             }
+            Op::KubeletRejects { .. } => match cluster.kubelet() {
+                Some(kubelet) => {
+                    kubelet.reject_new_pods(Some("OutOfpods"));
+                    Ok(Some("the kubelet rejects new pods".to_owned()))
+                }
+                None => Ok(None),
+            },
             Op::Restart => {
                 if let Some(old) = running.take() {
                     problems.extend(
@@ -761,6 +781,15 @@ fn violations(seed: u64, owners: &[OwnerView], pods: &[Pod], now: Timestamp) -> 
                 owner.replicas
             ));
         }
+        let failed = controlled
+            .iter()
+            .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Failed"))
+            .count();
+        if failed > DEFAULT_FAILED_PODS_KEPT {
+            out.push(format!(
+                "seed {seed}: {what}: {failed} Failed pods kept, the churn guard keeps at most {DEFAULT_FAILED_PODS_KEPT}"
+            ));
+        }
         for pod in &active {
             if !labels_include(pod, &owner.selector) {
                 out.push(format!(
@@ -881,7 +910,18 @@ async fn run_seed(seed: u64, ops: usize, trace: bool) -> SeedReport {
     let (mut restarts, mut gones) = (0, 0);
     let ops_started = tokio::time::Instant::now();
 
+    let mut rejecting_until: Option<tokio::time::Instant> = None;
     for (i, step) in plan.steps.iter().enumerate() {
+        if rejecting_until.is_some_and(|t| t <= tokio::time::Instant::now()) {
+            rejecting_until = None;
+            if let Some(kubelet) = cluster.kubelet() {
+                kubelet.reject_new_pods(None);
+            }
+        }
+        if let Op::KubeletRejects { for_ } = step.op {
+            let until = tokio::time::Instant::now() + for_;
+            rejecting_until = Some(rejecting_until.map_or(until, |t| t.max(until)));
+        }
         if wall.elapsed() > OPS_WALL {
             problems.push(format!(
                 "seed {seed}: hang guard: only {i} of {ops} operations ran in {OPS_WALL:?}"
@@ -917,6 +957,9 @@ async fn run_seed(seed: u64, ops: usize, trace: bool) -> SeedReport {
     // Quiesce: faults off, then wait for the checks to pass several times
     // in a row.
     cluster.faults().clear();
+    if let Some(kubelet) = cluster.kubelet() {
+        kubelet.reject_new_pods(None);
+    }
     let settle_started = tokio::time::Instant::now();
     let settle_wall = WallInstant::now();
     let mut passed = 0;
@@ -1096,6 +1139,7 @@ fn the_schedule_is_a_function_of_the_seed() {
         "CrashPod",
         "DeleteOwner",
         "Restart",
+        "KubeletRejects",
         "ForceGone",
     ] {
         assert!(ops.contains(op), "no {op} in the schedule");
