@@ -221,6 +221,21 @@ async fn churned_pods_hold_back_creation_until_the_backoff_ends() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn the_condition_goes_when_no_replica_is_missing() {
+    let f = Fixture::new(1, ChurnGuardOptions::default());
+    f.sync().await;
+    f.observe_created("Failed");
+    f.sync().await;
+    assert!(f.failure_condition().is_some());
+    // Scaled to zero while backing off: nothing is missing, nothing failed.
+    let scaled = edit(&f.rs, |v| v["spec"]["replicas"] = json!(0));
+    f.put_owner(&scaled);
+    f.sync().await;
+    assert_eq!(f.failure_condition(), None);
+    assert_eq!(f.new_creates(), 0);
+}
+
+#[tokio::test(start_paused = true)]
 async fn failed_pods_beyond_the_kept_number_are_deleted_oldest_first() {
     let f = Fixture::new(
         1,

@@ -116,8 +116,13 @@ impl<O: ReplicaOwner> Shared<O> {
             manage_error.as_ref(),
             now,
         );
-        let previous = owner.replica_status();
-        apply_churn_condition(&mut status, &previous, &churn, manage_error.is_some(), now);
+        apply_churn_condition(
+            &mut status,
+            owner.as_ref(),
+            &churn,
+            manage_error.is_some(),
+            now,
+        );
         let updated = self.update_status(owner, status).await?;
         if let Some(error) = manage_error {
             return Err(error);

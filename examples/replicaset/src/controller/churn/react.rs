@@ -14,6 +14,7 @@ use tokio::time::Instant;
 use super::FAILED_POD_CHURN_REASON;
 use super::tracker::{Assessment, ChurnedPod};
 use crate::controller::Shared;
+use crate::controller::status::desired_replicas;
 use crate::owner::{REPLICA_FAILURE, ReplicaCondition, ReplicaOwner, ReplicaStatus};
 
 /// The `ReplicaFailure` message for an owner whose pods churn: names the
@@ -34,27 +35,30 @@ fn condition_message(latest: &ChurnedPod) -> String {
 }
 
 /// Sets the `FailedPodChurn` `ReplicaFailure` condition on `status` (the
-/// status [`calculate_status`](crate::calculate_status) computed) while
-/// the owner has strikes. A create or delete error of the same sync takes
-/// precedence (`FailedCreate`/`FailedDelete`). Without strikes nothing is
-/// added, so the condition `calculate_status` dropped stays dropped.
+/// status [`calculate_status`](crate::calculate_status) computed for
+/// `owner`) while the owner has strikes and misses replicas. A create or
+/// delete error of the same sync takes precedence
+/// (`FailedCreate`/`FailedDelete`). Otherwise nothing is added, so the
+/// condition `calculate_status` dropped stays dropped: an owner with all
+/// its replicas (scaled down, or its pods run again) reports no failure.
 ///
 /// The previous condition's transition time is kept while it was already
 /// a churn condition, and the condition is kept as it was while the message
 /// is unchanged, so repeated syncs do not rewrite the status.
-pub(crate) fn apply_churn_condition(
+pub(crate) fn apply_churn_condition<O: ReplicaOwner>(
     status: &mut ReplicaStatus,
-    previous: &ReplicaStatus,
+    owner: &O,
     assessment: &Assessment,
     manage_failed: bool,
     now: Timestamp,
 ) {
-    if manage_failed {
+    if manage_failed || status.replicas >= desired_replicas(owner) {
         return;
     }
     let Some(latest) = &assessment.latest else {
         return;
     };
+    let previous = owner.replica_status();
     let message = condition_message(latest);
     let earlier = previous
         .condition(REPLICA_FAILURE)
