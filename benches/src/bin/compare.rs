@@ -4,7 +4,7 @@
 //! See benches/README.md and docs/comparison.md.
 //!
 //! ```text
-//! cargo run --release -p ctrlkit-benches --bin compare -- [--replica-sets 20] [--steps 3,10,4,8] [--delay-ms 100..1000] [--seed 1] [--runs 1] [--only ctrlkit,naive-cache,naive-list]
+//! cargo run --release -p ctrlkit-benches --bin compare -- [--replica-sets 20] [--steps 3,10,4,8] [--delay-ms 100..1000] [--seed 1] [--runs 1] [--only ctrlkit,naive-cache,naive-shared,naive-list]
 //! ```
 
 use std::process::ExitCode;
@@ -21,9 +21,9 @@ const USAGE: &str = "usage: compare [options]
                      watch events reach the controllers this late (default 100..1000)
   --seed S           seed of the first run (default 1); run i uses S+i
   --runs R           runs per controller (default 1)
-  --only LIST        controllers: ctrlkit,naive-cache,naive-list (default: all)
+  --only LIST        controllers: ctrlkit,naive-cache,naive-shared,naive-list (default: all)
   --settle-ms N      a step converged once nothing changed for this long (default 2500)
-  --deadline-s N     give up on a step after this long (default 120)";
+  --deadline-s N     give up on a step after this long (default 60)";
 
 struct Args {
     scenario: Scenario,

@@ -97,7 +97,7 @@ impl Scenario {
             seed: 1,
             poll: Duration::from_millis(100),
             settle: Duration::from_millis(2500),
-            step_deadline: Duration::from_secs(120),
+            step_deadline: Duration::from_secs(60),
         }
     }
 
