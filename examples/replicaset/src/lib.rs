@@ -8,10 +8,16 @@
 //! `spec.template`". The controller watches owners and pods through shared
 //! informers and, for every owner that may need work, runs a *sync*:
 //!
-//! 1. **Expectations first.** If the owner is still waiting to *see* pods it
-//!    created or deleted in an earlier sync (the informer lags the API
-//!    server), it does not create or delete more; it only reports status.
-//!    Expectations expire after 5 minutes in case a watch event was lost.
+//! 1. **Read-own-writes, then expectations.** Until the informers show the
+//!    resourceVersions of the pods this controller created, adopted or
+//!    released for the owner and of its last status write, the sync is
+//!    skipped and retried (Kubernetes 1.36; at most 30 s per write; see
+//!    [`ControllerOptions::read_own_writes`]). If the owner is still waiting
+//!    to *see* pods it created or deleted in an earlier sync, it does not
+//!    create or delete more; it only reports status. Creations are tracked
+//!    by UID, so only pods this controller created count (beyond upstream);
+//!    expectations expire after 5 minutes in case a watch event was lost,
+//!    and created pods never seen by then are reported as lost.
 //! 2. **Find its pods.** The pods it controls plus the namespace's orphans,
 //!    from an index on the pod cache (the cost is proportional to the
 //!    owner's own pods, as upstream since 1.33). Finished and terminating
@@ -30,8 +36,9 @@
 //!    (`FailedCreate`/`FailedDelete`) while creating or deleting fails.
 //!    Nothing is written when nothing changed; a failed write is retried
 //!    once after a fresh read.
-//! 6. **Requeue** after `minReadySeconds` while some ready pods are not yet
-//!    available, since nothing announces that moment.
+//! 6. **Requeue** when the next ready pod reaches `minReadySeconds` while
+//!    some are not yet available, since nothing announces that moment (as
+//!    upstream since 1.34).
 //!
 //! **Beyond upstream: the churn guard.** When pods fail right after
 //! creation (the kubelet rejects them with `OutOfpods`, `NodeAffinity`, …),
@@ -41,6 +48,16 @@
 //! [`FAILED_POD_CHURN_REASON`], emits a Warning event, and keeps only the
 //! newest few `Failed` pods; see [`ChurnGuardOptions`] (and
 //! [`ChurnGuardOptions::disabled`] for upstream's behaviour).
+//!
+//! **Beyond upstream: invalid specs are reported on the owner.** Before
+//! step 2, an owner whose selector cannot work (invalid, empty, or not
+//! selecting its own template's pods) is refused: a Warning event and
+//! `ReplicaFailure` with reason [`INVALID_SELECTOR_REASON`],
+//! [`EMPTY_SELECTOR_REASON`] or [`SELECTOR_MISMATCH_REASON`] (upstream only
+//! logs). It is not retried until the owner changes; the first sync after
+//! the fix drops the condition. An owner found deleted mid-sync (status
+//! write 404, or gone at the adoption recheck) ends the sync without an
+//! error and drops its expectations ([`Error::OwnerGone`]).
 //!
 //! [`ReplicaSetController`] and [`ReplicationManager`] are the same generic
 //! [`Controller`] over the [`ReplicaOwner`] trait, which both API types
