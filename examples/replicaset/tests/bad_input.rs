@@ -499,6 +499,7 @@ async fn retries_under_every_api_error_back_off_and_recover() {
         // Then at most one full backoff (1000 s) passes before the retry.
         let ran = rig.run_for(TEN_MINUTES + Duration::from_secs(1100)).await;
         let failing_syncs = checkpoint.await.unwrap();
+        println!("{text}: {failing_syncs} failing syncs in ten minutes");
         assert!(
             (8..=25).contains(&failing_syncs),
             "{text}: {failing_syncs} syncs in ten minutes"
@@ -1055,6 +1056,10 @@ async fn testcluster_a_rejected_template_backs_off_and_recovers() {
         .unwrap();
     tokio::time::sleep(TEN_MINUTES).await;
     let creates = live.tc.requests().count("create", "pods");
+    println!(
+        "422 template: {} rejected creates in ten minutes",
+        creates.client_error
+    );
     assert_eq!(creates.success, 0);
     assert!(
         (2..=25).contains(&creates.client_error),
@@ -1163,6 +1168,7 @@ async fn testcluster_too_many_requests_are_retried_no_faster_than_retry_after() 
         .unwrap();
     tokio::time::sleep(TEN_MINUTES).await;
     let throttled = live.tc.requests().count("create", "pods").client_error;
+    println!("429 Retry-After 1 s: {throttled} throttled creates in ten minutes");
     assert!(
         (2..=600).contains(&throttled),
         "{throttled} throttled creates"
@@ -1228,6 +1234,7 @@ async fn testcluster_server_errors_and_timeouts_back_off_and_recover() {
         let before = live.tc.requests();
         tokio::time::sleep(TEN_MINUTES).await;
         let failed = live.tc.requests().since(&before).total().failed();
+        println!("{what}: {failed} failed requests in ten minutes");
         // kube retries 504 up to 15 times per call; everything else once per
         // sync, with the queue's backoff in between.
         assert!(
