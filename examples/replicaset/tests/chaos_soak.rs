@@ -44,7 +44,7 @@ use tokio_util::sync::CancellationToken;
 /// Seeds run by plain `cargo test`.
 const DEFAULT_SEEDS: &[u64] = &[1, 2];
 /// Operations per seed by default.
-const DEFAULT_OPS: usize = 150;
+const DEFAULT_OPS: usize = 100;
 /// Owners (ReplicaSets and ReplicationControllers) the schedule works on.
 const OWNERS: usize = 50;
 const NS: &str = "default";
