@@ -1,14 +1,26 @@
 //! Throughput of the test cluster through kube-client. Prints JSON lines.
 //!
 //! `cargo bench -p ctrlkit-testcluster --bench throughput`
+//! (`... --bench throughput -- WORD...` runs only the phase groups whose
+//! name contains a WORD: `inproc_creates`, `inproc_watch` (raw creates,
+//! watches and list, after the in-process creates), `external_creates`).
 //!
-//! Every line carries the process CPU seconds of its phase, so figures
-//! from a shared machine can be judged by rate per CPU-second too.
+//! Every line carries the CPU seconds of its phase, so figures from a
+//! shared machine can be judged by rate per CPU-second too.
 //!
-//! Client and server share the process (and the machine's cores), so the
-//! figures are end-to-end: they include kube-client's own serialization.
+//! Two setups:
+//! - in-process: client and server share the process and its cores, as in
+//!   a test, so the figures are end to end and include kube-client's own
+//!   serialization;
+//! - external: the `testcluster` binary serves in its own process and this
+//!   process is only the client, so the server's CPU is counted apart.
+//!
+//! The create tasks clone one `Pod` template and set the name, as a
+//! controller does; building each `Pod` from a `json!` literal would cost
+//! more than the server's share of a create.
 #![allow(clippy::unwrap_used)]
 
+use std::io::BufRead;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -26,12 +38,11 @@ const PODS: usize = 10_000;
 const TASKS: usize = 8;
 const WATCHERS: usize = 10;
 
-fn pod(name: &str, owner_uid: &str) -> Pod {
+fn pod_template(owner_uid: &str) -> Pod {
     serde_json::from_value(json!({
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
-            "name": name,
             "labels": {"app": "bench", "pod-template-hash": "5d8f7c9b6"},
             "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "bench",
                                  "uid": owner_uid, "controller": true}]
@@ -42,19 +53,15 @@ fn pod(name: &str, owner_uid: &str) -> Pod {
     .unwrap()
 }
 
-fn rss_bytes() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+/// (resident set bytes, CPU seconds) of a process (`self` or a pid).
+fn proc_usage(pid: &str) -> (u64, f64) {
+    let statm = std::fs::read_to_string(format!("/proc/{pid}/statm")).unwrap_or_default();
     let pages: u64 = statm
         .split_whitespace()
         .nth(1)
         .and_then(|p| p.parse().ok())
         .unwrap_or(0);
-    pages * 4096
-}
-
-/// CPU time (user + system) this process has used so far, in seconds.
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     // Fields after the parenthesised command name; utime and stime are the
     // 14th and 15th fields overall, in clock ticks (100 per second on Linux).
     let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
@@ -62,11 +69,43 @@ fn cpu_seconds() -> f64 {
     let ticks: f64 = fields.get(11..13).map_or(0.0, |f| {
         f.iter().filter_map(|x| x.parse::<f64>().ok()).sum()
     });
-    ticks / 100.0
+    (pages * 4096, ticks / 100.0)
+}
+
+fn rss_bytes() -> u64 {
+    proc_usage("self").0
+}
+
+/// CPU time (user + system) this process has used so far, in seconds.
+fn cpu_seconds() -> f64 {
+    proc_usage("self").1
+}
+
+/// How the create tasks reach the server.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Clients {
+    /// One `kube::Client` cloned into every task (one request queue and
+    /// one connection pool).
+    Shared,
+    /// A `kube::Client` of its own per task.
+    PerTask,
+}
+
+impl Clients {
+    fn label(self) -> &'static str {
+        match self {
+            Clients::Shared => "shared",
+            Clients::PerTask => "per_task",
+        }
+    }
+}
+
+fn new_client(base_url: &str) -> Client {
+    Client::try_from(kube::Config::new(base_url.parse().unwrap())).unwrap()
 }
 
 /// Create `PODS` pods named `{prefix}-{i}` in `ns` from `TASKS` tasks.
-async fn create_pods(client: &Client, ns: &str, prefix: &str) -> f64 {
+async fn create_pods(client: &Client, base_url: &str, clients: Clients, ns: &str, prefix: &str) {
     // The pods are owned by a real ReplicaSet, so the garbage collector
     // leaves them alone (it deletes pods whose owners do not exist).
     let rs: ReplicaSet = serde_json::from_value(json!({
@@ -80,45 +119,42 @@ async fn create_pods(client: &Client, ns: &str, prefix: &str) -> f64 {
         .create(&PostParams::default(), &rs)
         .await
         .unwrap();
-    let owner_uid = rs.metadata.uid.unwrap();
-    let start = Instant::now();
+    let template = pod_template(&rs.metadata.uid.unwrap());
     let mut handles = Vec::new();
     for t in 0..TASKS {
-        let api = Api::<Pod>::namespaced(client.clone(), ns);
+        let client = match clients {
+            Clients::Shared => client.clone(),
+            Clients::PerTask => new_client(base_url),
+        };
+        let api = Api::<Pod>::namespaced(client, ns);
         let prefix = prefix.to_string();
-        let owner_uid = owner_uid.clone();
+        let template = template.clone();
         handles.push(tokio::spawn(async move {
             for i in (t..PODS).step_by(TASKS) {
-                api.create(
-                    &PostParams::default(),
-                    &pod(&format!("{prefix}-{i}"), &owner_uid),
-                )
-                .await
-                .unwrap();
+                let mut pod = template.clone();
+                pod.metadata.name = Some(format!("{prefix}-{i}"));
+                api.create(&PostParams::default(), &pod).await.unwrap();
             }
         }));
     }
     for h in handles {
         h.await.unwrap();
     }
-    PODS as f64 / start.elapsed().as_secs_f64()
 }
 
 /// Create `PODS` pods over raw HTTP from `TASKS` tasks: bodies serialized
 /// up front and responses not decoded, so this is mostly the server's cost.
-async fn create_pods_raw(client: &Client, ns: &str, prefix: &str) -> f64 {
+async fn create_pods_raw(client: &Client, ns: &str, prefix: &str) {
+    let template = pod_template("none");
     let bodies: Vec<Vec<u8>> = (0..PODS)
         .map(|i| {
-            let mut p = serde_json::to_value(pod(&format!("{prefix}-{i}"), "none")).unwrap();
-            p["metadata"]
-                .as_object_mut()
-                .unwrap()
-                .remove("ownerReferences");
+            let mut p = template.clone();
+            p.metadata.name = Some(format!("{prefix}-{i}"));
+            p.metadata.owner_references = None;
             serde_json::to_vec(&p).unwrap()
         })
         .collect();
     let bodies = Arc::new(bodies);
-    let start = Instant::now();
     let mut handles = Vec::new();
     for t in 0..TASKS {
         let client = client.clone();
@@ -139,7 +175,6 @@ async fn create_pods_raw(client: &Client, ns: &str, prefix: &str) -> f64 {
     for h in handles {
         h.await.unwrap();
     }
-    PODS as f64 / start.elapsed().as_secs_f64()
 }
 
 /// Count watch frames on a raw HTTP watch until `want` were received.
@@ -158,23 +193,40 @@ async fn raw_watch(client: Client, path: String, want: usize) {
     }
 }
 
-/// Wall-clock and process CPU seconds of one phase.
+/// Wall-clock and CPU seconds of one phase, of this process and of the
+/// external server process if there is one.
 struct Phase {
     wall: Instant,
     cpu: f64,
+    server: Option<(String, f64)>,
 }
 
 impl Phase {
-    fn start() -> Phase {
+    fn start(server_pid: Option<u32>) -> Phase {
+        let server = server_pid.map(|p| {
+            let pid = p.to_string();
+            let cpu = proc_usage(&pid).1;
+            (pid, cpu)
+        });
         Phase {
             wall: Instant::now(),
             cpu: cpu_seconds(),
+            server,
         }
     }
 
-    /// (wall seconds, process CPU seconds) since the start.
-    fn end(&self) -> (f64, f64) {
-        (self.wall.elapsed().as_secs_f64(), cpu_seconds() - self.cpu)
+    /// (wall seconds, this process's CPU seconds, the server process's CPU
+    /// seconds if external) since the start.
+    fn end(&self) -> (f64, f64, Option<f64>) {
+        let server = self
+            .server
+            .as_ref()
+            .map(|(pid, cpu)| proc_usage(pid).1 - cpu);
+        (
+            self.wall.elapsed().as_secs_f64(),
+            cpu_seconds() - self.cpu,
+            server,
+        )
     }
 }
 
@@ -193,18 +245,47 @@ async fn namespace(client: &Client, ns: &str) -> String {
         .unwrap()
 }
 
-fn create_line(bench: &str, stored: usize, watchers: &str, (wall, cpu): (f64, f64)) {
-    println!(
-        "{}",
-        json!({"bench": bench, "tasks": TASKS, "pods": PODS, "stored_before": stored, "watchers": watchers,
-               "creates_per_sec": (PODS as f64 / wall).round(), "process_cpu_sec": (cpu * 100.0).round() / 100.0,
-               "creates_per_process_cpu_sec": (PODS as f64 / cpu).round()})
-    );
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+#[allow(clippy::too_many_arguments)]
+fn create_line(
+    bench: &str,
+    setup: &str,
+    clients: Clients,
+    stored: usize,
+    watchers: &str,
+    (wall, cpu, server): (f64, f64, Option<f64>),
+) {
+    let mut line = json!({"bench": bench, "setup": setup, "clients": clients.label(), "tasks": TASKS,
+        "pods": PODS, "stored_before": stored, "watchers": watchers,
+        "creates_per_sec": (PODS as f64 / wall).round()});
+    match server {
+        None => {
+            line["process_cpu_sec"] = json!(round2(cpu));
+            line["creates_per_process_cpu_sec"] = json!((PODS as f64 / cpu).round());
+        }
+        Some(server) => {
+            line["client_cpu_sec"] = json!(round2(cpu));
+            line["server_cpu_sec"] = json!(round2(server));
+            line["server_cpu_us_per_create"] = json!((server * 1e6 / PODS as f64).round());
+            line["client_cpu_us_per_create"] = json!((cpu * 1e6 / PODS as f64).round());
+        }
+    }
+    println!("{line}");
 }
 
 /// Creates with `WATCHERS` live watchers on the namespace, raw HTTP
 /// (`raw`) or kube-client; prints the create and delivery rates.
-async fn create_with_watchers(client: &Client, ns: &str, prefix: &str, raw: bool, stored: usize) {
+async fn create_with_watchers(
+    client: &Client,
+    url: &str,
+    ns: &str,
+    prefix: &str,
+    raw: bool,
+    stored: usize,
+) {
     let rv = namespace(client, ns).await;
     let delivered = Arc::new(AtomicUsize::new(0));
     let mut watchers = Vec::new();
@@ -231,8 +312,8 @@ async fn create_with_watchers(client: &Client, ns: &str, prefix: &str, raw: bool
             }
         }));
     }
-    let phase = Phase::start();
-    create_pods(client, ns, prefix).await;
+    let phase = Phase::start(None);
+    create_pods(client, url, Clients::Shared, ns, prefix).await;
     let creates = phase.end();
     for w in watchers {
         tokio::time::timeout(Duration::from_secs(300), w)
@@ -240,10 +321,12 @@ async fn create_with_watchers(client: &Client, ns: &str, prefix: &str, raw: bool
             .unwrap()
             .unwrap();
     }
-    let (wall, cpu) = phase.end();
+    let (wall, cpu, _) = phase.end();
     let kind = if raw { "raw_http" } else { "kube_client" };
     create_line(
         "create_pods",
+        "in_process",
+        Clients::Shared,
         stored,
         &format!("{WATCHERS} {kind}"),
         creates,
@@ -251,112 +334,265 @@ async fn create_with_watchers(client: &Client, ns: &str, prefix: &str, raw: bool
     println!(
         "{}",
         json!({"bench": format!("watch_live_{kind}"), "watchers": WATCHERS, "events": WATCHERS * PODS,
-               "events_per_sec": ((WATCHERS * PODS) as f64 / wall).round(), "process_cpu_sec": (cpu * 100.0).round() / 100.0,
+               "events_per_sec": ((WATCHERS * PODS) as f64 / wall).round(), "process_cpu_sec": round2(cpu),
                "note": "bounded by the concurrent create rate (the process CPU includes the creates)"})
     );
 }
 
+/// Phase groups selected on the command line (all when none is named).
+struct Selection(Vec<String>);
+
+impl Selection {
+    fn from_args() -> Selection {
+        Selection(
+            std::env::args()
+                .skip(1)
+                .filter(|a| !a.starts_with("--"))
+                .collect(),
+        )
+    }
+
+    fn wants(&self, group: &str) -> bool {
+        self.0.is_empty() || self.0.iter().any(|w| group.contains(w.as_str()))
+    }
+}
+
+/// The `testcluster` binary serving in a child process.
+struct External {
+    child: std::process::Child,
+    url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl External {
+    fn start() -> External {
+        let dir = tempfile::tempdir().unwrap();
+        let kubeconfig = dir.path().join("kubeconfig");
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_testcluster"))
+            .arg("--kubeconfig-out")
+            .arg(&kubeconfig)
+            .args(["--no-kubelet", "--watch-history", &(4 * PODS).to_string()])
+            .env("RUST_LOG", "warn")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(stdout)
+            .read_line(&mut line)
+            .unwrap();
+        assert!(line.contains("ready"), "unexpected first line: {line:?}");
+        let url = line
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .unwrap()
+            .to_string();
+        External {
+            child,
+            url,
+            _dir: dir,
+        }
+    }
+}
+
+impl Drop for External {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Creates against the `testcluster` binary in a child process: into an
+/// empty store, then with `PODS` pods stored, for each client setup.
+async fn external_creates() {
+    let server = External::start();
+    let pid = Some(server.child.id());
+    let client = new_client(&server.url);
+    let mut stored = 0;
+    for (i, clients) in [Clients::Shared, Clients::PerTask].into_iter().enumerate() {
+        for round in 0..2 {
+            let ns = format!("ext-{i}-{round}");
+            namespace(&client, &ns).await;
+            let phase = Phase::start(pid);
+            create_pods(&client, &server.url, clients, &ns, "e").await;
+            create_line(
+                "create_pods",
+                "external",
+                clients,
+                stored,
+                "none",
+                phase.end(),
+            );
+            stored += PODS;
+        }
+    }
+    let (rss, _) = proc_usage(&server.child.id().to_string());
+    println!(
+        "{}",
+        json!({"bench": "memory_per_stored_pod", "setup": "external", "rss_bytes_per_pod": rss / stored as u64,
+               "note": "server process RSS over the pods stored (includes a history entry per create and the idle process)"})
+    );
+}
+
+async fn in_process(sel: &Selection) {
+    let config = TestClusterConfig::default().with_watch_history(8 * PODS);
+    let cluster = TestCluster::start(config).await.unwrap();
+    let client = cluster.client();
+    let url = cluster.base_url().to_string();
+    let start_rv = namespace(&client, "bench-a").await;
+    let pods_a = Api::<Pod>::namespaced(client.clone(), "bench-a");
+
+    // 1. Creates into an empty store.
+    let rss_before = rss_bytes();
+    let phase = Phase::start(None);
+    create_pods(&client, &url, Clients::Shared, "bench-a", "p").await;
+    create_line(
+        "create_pods",
+        "in_process",
+        Clients::Shared,
+        0,
+        "none",
+        phase.end(),
+    );
+    let rss_after = rss_bytes();
+    println!(
+        "{}",
+        json!({"bench": "memory_per_stored_pod", "setup": "in_process", "rss_delta_bytes_per_pod": (rss_after.saturating_sub(rss_before)) / PODS as u64,
+               "note": "process RSS delta over 10,000 creates; includes the watch history entry per create and client-side garbage"})
+    );
+
+    // 2. The target: creates with 10,000 pods stored, with one shared
+    // client and with a client per task.
+    let mut stored = PODS;
+    for (i, clients) in [Clients::Shared, Clients::PerTask].into_iter().enumerate() {
+        let ns = format!("bench-b{i}");
+        namespace(&client, &ns).await;
+        let phase = Phase::start(None);
+        create_pods(&client, &url, clients, &ns, "q").await;
+        create_line(
+            "create_pods",
+            "in_process",
+            clients,
+            stored,
+            "none",
+            phase.end(),
+        );
+        stored += PODS;
+    }
+    if !sel.wants("inproc_watch") {
+        cluster.shutdown().await;
+        return;
+    }
+
+    // 3. The same over raw HTTP (no client-side serde): the server's rate.
+    namespace(&client, "bench-raw").await;
+    let phase = Phase::start(None);
+    create_pods_raw(&client, "bench-raw", "r").await;
+    create_line(
+        "create_pods_raw_http",
+        "in_process",
+        Clients::Shared,
+        stored,
+        "none",
+        phase.end(),
+    );
+    stored += PODS;
+
+    // 4. Live watch delivery while creating: raw HTTP watchers (the
+    // server's cost), then kube-client watchers (which decode every
+    // event into a Pod in this process).
+    create_with_watchers(&client, &url, "bench-c", "s", true, stored).await;
+    create_with_watchers(&client, &url, "bench-d", "t", false, stored + PODS).await;
+
+    // 5. Replay delivery: 10 watchers replay 10,000 kept events each.
+    let phase = Phase::start(None);
+    let mut handles = Vec::new();
+    for _ in 0..WATCHERS {
+        let api = Api::<Pod>::namespaced(client.clone(), "bench-a");
+        let rv = start_rv.clone();
+        handles.push(tokio::spawn(async move {
+            let mut stream = api
+                .watch(&WatchParams::default().disable_bookmarks(), &rv)
+                .await
+                .unwrap()
+                .boxed();
+            let mut seen = 0;
+            while seen < PODS {
+                if let Some(Ok(WatchEvent::Added(_))) = stream.next().await {
+                    seen += 1;
+                }
+            }
+        }));
+    }
+    for h in handles {
+        h.await.unwrap();
+    }
+    let (wall, cpu, _) = phase.end();
+    println!(
+        "{}",
+        json!({"bench": "watch_replay_kube_client", "watchers": WATCHERS, "events": WATCHERS * PODS,
+               "events_per_sec": ((WATCHERS * PODS) as f64 / wall).round(), "events_per_process_cpu_sec": ((WATCHERS * PODS) as f64 / cpu).round()})
+    );
+
+    // 6. The same replay over raw HTTP (frames counted, not decoded): the server's delivery rate.
+    let phase = Phase::start(None);
+    let mut handles = Vec::new();
+    for _ in 0..WATCHERS {
+        let path = format!("/api/v1/namespaces/bench-a/pods?watch=true&resourceVersion={start_rv}");
+        handles.push(tokio::spawn(raw_watch(client.clone(), path, PODS)));
+    }
+    for h in handles {
+        h.await.unwrap();
+    }
+    let (wall, cpu, _) = phase.end();
+    println!(
+        "{}",
+        json!({"bench": "watch_replay_raw_http", "watchers": WATCHERS, "events": WATCHERS * PODS,
+               "events_per_sec": ((WATCHERS * PODS) as f64 / wall).round(), "events_per_process_cpu_sec": ((WATCHERS * PODS) as f64 / cpu).round()})
+    );
+
+    // 7. A full list of 10,000 pods.
+    let start = Instant::now();
+    let list = pods_a.list(&ListParams::default()).await.unwrap();
+    assert_eq!(list.items.len(), PODS);
+    println!(
+        "{}",
+        json!({"bench": "list_10000_pods_kube_client", "millis": start.elapsed().as_millis()})
+    );
+
+    // Every request succeeded; requests by verb.
+    let stats = cluster.requests();
+    assert_eq!(stats.total().failed(), 0, "failed requests:\n{stats}");
+    let by_verb: serde_json::Map<String, serde_json::Value> = stats
+        .by_verb()
+        .into_iter()
+        .map(|(verb, c)| (verb.to_string(), json!(c.total())))
+        .collect();
+    println!(
+        "{}",
+        json!({"bench": "requests", "by_verb": by_verb, "failed": 0})
+    );
+    cluster.shutdown().await;
+}
+
 fn main() {
+    let sel = Selection::from_args();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();
     rt.block_on(async {
-        let config = TestClusterConfig::default().with_watch_history(8 * PODS);
-        let cluster = TestCluster::start(config).await.unwrap();
-        let client = cluster.client();
-        let start_rv = namespace(&client, "bench-a").await;
-        let pods_a = Api::<Pod>::namespaced(client.clone(), "bench-a");
-
-        // 1. Creates into an empty store.
-        let rss_before = rss_bytes();
-        let phase = Phase::start();
-        create_pods(&client, "bench-a", "p").await;
-        create_line("create_pods", 0, "none", phase.end());
-        let rss_after = rss_bytes();
-        println!(
-            "{}",
-            json!({"bench": "memory_per_stored_pod", "rss_delta_bytes_per_pod": (rss_after.saturating_sub(rss_before)) / PODS as u64,
-                   "note": "process RSS delta over 10,000 creates; includes the watch history entry per create and client-side garbage"})
-        );
-
-        // 2. The target: creates with 10,000 pods stored.
-        namespace(&client, "bench-b").await;
-        let phase = Phase::start();
-        create_pods(&client, "bench-b", "q").await;
-        create_line("create_pods", PODS, "none", phase.end());
-
-        // 3. The same over raw HTTP (no client-side serde): the server's rate.
-        namespace(&client, "bench-raw").await;
-        let phase = Phase::start();
-        create_pods_raw(&client, "bench-raw", "r").await;
-        create_line("create_pods_raw_http", 2 * PODS, "none", phase.end());
-
-        // 4. Live watch delivery while creating: raw HTTP watchers (the
-        // server's cost), then kube-client watchers (which decode every
-        // event into a Pod in this process).
-        create_with_watchers(&client, "bench-c", "s", true, 3 * PODS).await;
-        create_with_watchers(&client, "bench-d", "t", false, 4 * PODS).await;
-
-        // 5. Replay delivery: 10 watchers replay 10,000 kept events each.
-        let phase = Phase::start();
-        let mut handles = Vec::new();
-        for _ in 0..WATCHERS {
-            let api = Api::<Pod>::namespaced(client.clone(), "bench-a");
-            let rv = start_rv.clone();
-            handles.push(tokio::spawn(async move {
-                let mut stream = api.watch(&WatchParams::default().disable_bookmarks(), &rv).await.unwrap().boxed();
-                let mut seen = 0;
-                while seen < PODS {
-                    if let Some(Ok(WatchEvent::Added(_))) = stream.next().await {
-                        seen += 1;
-                    }
-                }
-            }));
+        // The external server first, while this process is fresh: run
+        // after the in-process phases (60,000 pods dropped, watchers
+        // winding down), the first external phase measured twice the
+        // client CPU per create.
+        if sel.wants("external_creates") {
+            external_creates().await;
         }
-        for h in handles {
-            h.await.unwrap();
+        if sel.wants("inproc_creates") || sel.wants("inproc_watch") {
+            in_process(&sel).await;
         }
-        let (wall, cpu) = phase.end();
-        println!(
-            "{}",
-            json!({"bench": "watch_replay_kube_client", "watchers": WATCHERS, "events": WATCHERS * PODS,
-                   "events_per_sec": ((WATCHERS * PODS) as f64 / wall).round(), "events_per_process_cpu_sec": ((WATCHERS * PODS) as f64 / cpu).round()})
-        );
-
-        // 6. The same replay over raw HTTP (frames counted, not decoded): the server's delivery rate.
-        let phase = Phase::start();
-        let mut handles = Vec::new();
-        for _ in 0..WATCHERS {
-            let path = format!("/api/v1/namespaces/bench-a/pods?watch=true&resourceVersion={start_rv}");
-            handles.push(tokio::spawn(raw_watch(client.clone(), path, PODS)));
-        }
-        for h in handles {
-            h.await.unwrap();
-        }
-        let (wall, cpu) = phase.end();
-        println!(
-            "{}",
-            json!({"bench": "watch_replay_raw_http", "watchers": WATCHERS, "events": WATCHERS * PODS,
-                   "events_per_sec": ((WATCHERS * PODS) as f64 / wall).round(), "events_per_process_cpu_sec": ((WATCHERS * PODS) as f64 / cpu).round()})
-        );
-
-        // 7. A full list of 10,000 pods.
-        let start = Instant::now();
-        let list = pods_a.list(&ListParams::default()).await.unwrap();
-        assert_eq!(list.items.len(), PODS);
-        println!("{}", json!({"bench": "list_10000_pods_kube_client", "millis": start.elapsed().as_millis()}));
-
-        // Every request succeeded; requests by verb.
-        let stats = cluster.requests();
-        assert_eq!(stats.total().failed(), 0, "failed requests:\n{stats}");
-        let by_verb: serde_json::Map<String, serde_json::Value> = stats
-            .by_verb()
-            .into_iter()
-            .map(|(verb, c)| (verb.to_string(), json!(c.total())))
-            .collect();
-        println!("{}", json!({"bench": "requests", "by_verb": by_verb, "failed": 0}));
-        cluster.shutdown().await;
     });
 }
