@@ -16,8 +16,9 @@
 //!   process is only the client, so the server's CPU is counted apart.
 //!
 //! The create tasks clone one `Pod` template and set the name, as a
-//! controller does; building each `Pod` from a `json!` literal would cost
-//! more than the server's share of a create.
+//! controller does; building each `Pod` from a `json!` literal (as the
+//! first version of this bench did) adds client work that is neither
+//! kube-client's nor the server's.
 #![allow(clippy::unwrap_used)]
 
 use std::io::BufRead;
