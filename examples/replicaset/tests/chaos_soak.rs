@@ -952,7 +952,10 @@ async fn run_seed(seed: u64, ops: usize, trace: bool) -> SeedReport {
         tokio::time::sleep(step.pause).await;
     }
     let ops_virtual = ops_started.elapsed();
-    let pod_creates = cluster.requests().count("create", "pods").total();
+    let during_ops = cluster.requests();
+    let pod_creates = during_ops.count("create", "pods").total();
+    let controller_requests =
+        during_ops.total().total() - during_ops.by_verb().get("watch").map_or(0, |c| c.total());
 
     // Quiesce: faults off, then wait for the checks to pass several times
     // in a row.
@@ -1028,7 +1031,7 @@ async fn run_seed(seed: u64, ops: usize, trace: bool) -> SeedReport {
     found.extend(driver.errors.iter().cloned());
     let summary = format!(
         "seed {seed}: {ops} ops ({} skipped, {restarts} restarts, {gones} forced 410s, watch cut after {} events), \
-         faults injected [{faults}], {pod_creates} pod creates; at the end {} owners, {} pods; \
+         faults injected [{faults}], {controller_requests} non-watch controller requests, {pod_creates} pod creates; at the end {} owners, {} pods; \
          ops took {:?} virtual, settled in {settle_virtual:?} virtual, {idle_requests:?} non-watch requests while idle; \
          {:?} wall; {} violation(s)",
         driver.skipped,
