@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use ctrlkit_podcontrol::pod::{is_pod_available, is_pod_ready};
 use ctrlkit_podcontrol::status_is;
-use kube::core::response::reason;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
+use kube::core::response::reason;
 
 use super::Shared;
 use super::invalid_spec::is_invalid_spec_reason;
