@@ -956,6 +956,9 @@ async fn run_seed(seed: u64, ops: usize, trace: bool) -> SeedReport {
     let pod_creates = during_ops.count("create", "pods").total();
     let controller_requests =
         during_ops.total().total() - during_ops.by_verb().get("watch").map_or(0, |c| c.total());
+    if trace {
+        println!("seed {seed}: requests until the end of the schedule:\n{during_ops}");
+    }
 
     // Quiesce: faults off, then wait for the checks to pass several times
     // in a row.
