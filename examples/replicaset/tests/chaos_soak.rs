@@ -1003,6 +1003,15 @@ async fn run_seed(seed: u64, ops: usize, trace: bool) -> SeedReport {
         // Idle: the controllers should make (almost) no requests.
         cluster.reset_requests();
         tokio::time::sleep(IDLE_WINDOW).await;
+        // Pod readiness times are wall-clock times, the controllers'
+        // requeue timers run on the paused clock: a pod may cross
+        // `minReadySeconds` on the wall clock just after the paused clock
+        // raced through the window. Let some wall-clock time pass in small
+        // paused steps, so the controllers' availability requeues see it.
+        let wall_wait = WallInstant::now();
+        while wall_wait.elapsed() < Duration::from_secs(3) {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
         let idle = cluster.requests();
         let non_watch = idle.total().total() - idle.by_verb().get("watch").map_or(0, |c| c.total());
         idle_requests = Some(non_watch);
