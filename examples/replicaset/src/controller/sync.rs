@@ -62,6 +62,14 @@ impl<O: ReplicaOwner> Shared<O> {
 
     async fn sync_owner(&self, key: &str) -> Result<Action, Error> {
         let (namespace, name) = split_key(key).ok_or_else(|| Error::InvalidKey(key.to_owned()))?;
+        // Read-own-writes: not before the caches show our last writes. Checked
+        // before the owner is read, so the copy read below already holds our
+        // last status write (read first, it could predate it and the status
+        // write would conflict). A deleted owner's writes count as observed
+        // once its delete event is, and the delete handler clears them.
+        if let Some(requeue) = self.stale_sync_skip(key) {
+            return Ok(requeue);
+        }
         let Some(owner) = self.owners.get(namespace, name) else {
             tracing::debug!(key, "owner has been deleted");
             self.expectations.delete_expectations(key);
@@ -69,10 +77,6 @@ impl<O: ReplicaOwner> Shared<O> {
             self.consistency.clear(key);
             return Ok(Action::done());
         };
-        // Read-own-writes: not before the caches show our last writes.
-        if let Some(requeue) = self.stale_sync_skip(key) {
-            return Ok(requeue);
-        }
         // Checked before reading the pods, so a pod appearing in between is
         // seen by the next sync rather than counted twice.
         let needs_sync = self.expectations.satisfied(key);
