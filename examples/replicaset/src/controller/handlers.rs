@@ -93,10 +93,16 @@ impl<O: ReplicaOwner> Shared<O> {
     pub(crate) fn delete_owner(&self, deleted: &DeletedObject<O>) {
         let key = object_key(deleted.object().as_ref());
         // A new owner with the same name must start clean.
-        self.expectations.delete_expectations(&key);
-        self.churn.forget(&key);
-        self.consistency.clear(&key);
+        self.forget_owner(&key);
         self.queue.add(key);
+    }
+
+    /// Drops everything kept per owner (expectations, churn strikes, own
+    /// writes awaited) once the owner is gone.
+    pub(crate) fn forget_owner(&self, key: &str) {
+        self.expectations.delete_expectations(key);
+        self.churn.forget(key);
+        self.consistency.clear(key);
     }
 
     pub(crate) fn add_pod(&self, pod: &Arc<Pod>) {

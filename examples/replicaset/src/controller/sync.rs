@@ -72,9 +72,7 @@ impl<O: ReplicaOwner> Shared<O> {
         }
         let Some(owner) = self.owners.get(namespace, name) else {
             tracing::debug!(key, "owner has been deleted");
-            self.expectations.delete_expectations(key);
-            self.churn.forget(key);
-            self.consistency.clear(key);
+            self.forget_owner(key);
             return Ok(Action::done());
         };
         // Checked before reading the pods, so a pod appearing in between is
