@@ -369,7 +369,11 @@ impl External {
     fn start() -> External {
         let dir = tempfile::tempdir().unwrap();
         let kubeconfig = dir.path().join("kubeconfig");
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_testcluster"))
+        // CTRLKIT_TESTCLUSTER_BIN runs another build of the server (to
+        // compare two versions with the same client).
+        let bin = std::env::var_os("CTRLKIT_TESTCLUSTER_BIN")
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_testcluster").into());
+        let mut child = std::process::Command::new(bin)
             .arg("--kubeconfig-out")
             .arg(&kubeconfig)
             .args(["--no-kubelet", "--watch-history", &(4 * PODS).to_string()])

@@ -1,14 +1,13 @@
 //! Background garbage collection: dependents whose owners are all gone,
 //! foreground and orphan deletion, and namespace teardown.
 
-use crate::json::At;
 use std::sync::Arc;
 
 use serde_json::Value;
 
 use crate::ops::{self, Api, DeleteOpts};
 use crate::resources::{NAMESPACES, RESOURCES};
-use crate::store::{Event, EventType, Key, owner_uids, uid_of};
+use crate::store::{Event, EventType, Stored};
 
 /// Follow the store's change history forever, reacting to each change.
 pub(crate) async fn run(api: Arc<Api>) {
@@ -43,78 +42,59 @@ fn full_scan(api: &Api) {
     for resource in 0..RESOURCES.len() {
         let (items, _) = api.store.list(resource, None, None);
         for item in items {
-            examine(api, resource, &item.value);
+            examine(api, resource, &item);
         }
     }
 }
 
-fn key_of(resource: usize, obj: &Value) -> Key {
-    let ns = obj
-        .at(&["metadata", "namespace"])
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let name = obj
-        .at(&["metadata", "name"])
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    Api::key(resource, ns, name)
-}
-
 fn handle(api: &Api, event: &Event) {
-    let obj = &event.object.value;
+    let obj = &event.object;
     if event.kind != EventType::Deleted {
         examine(api, event.resource, obj);
         return;
     }
-    if let Some(uid) = uid_of(obj) {
-        for (resource, key) in api.store.dependents_of(uid) {
+    let meta = &obj.summary;
+    if !meta.uid.is_empty() {
+        for (resource, key) in api.store.dependents_of(&meta.uid) {
             if let Some(dep) = api.store.get(resource, &key) {
-                examine(api, resource, &dep.value);
+                examine(api, resource, &dep);
             }
         }
     }
     // A dependent went away: an owner in foreground deletion may be done.
-    for owner in owner_uids(obj) {
-        if let Some((resource, key)) = api.store.locate_uid(owner)
+    for owner in &meta.owners {
+        if let Some((resource, key)) = api.store.locate_uid(&owner.uid)
             && let Some(o) = api.store.get(resource, &key)
         {
-            examine(api, resource, &o.value);
+            examine(api, resource, &o);
         }
     }
     if RESOURCES[event.resource].namespaced
-        && let Some(ns) = obj.at(&["metadata", "namespace"]).and_then(Value::as_str)
-        && let Some(n) = api.store.get(NAMESPACES, &(String::new(), ns.to_string()))
+        && !meta.namespace.is_empty()
+        && let Some(n) = api
+            .store
+            .get(NAMESPACES, &(String::new(), meta.namespace.to_string()))
     {
-        examine(api, NAMESPACES, &n.value);
+        examine(api, NAMESPACES, &n);
     }
 }
 
-fn has_finalizer(obj: &Value, name: &str) -> bool {
-    obj.at(&["metadata", "finalizers"])
-        .and_then(Value::as_array)
-        .is_some_and(|l| l.iter().any(|f| f.as_str() == Some(name)))
-}
-
 /// Bring one object in line with its owners and its own deletion state.
-fn examine(api: &Api, resource: usize, obj: &Value) {
-    let key = key_of(resource, obj);
-    let terminating = obj.at(&["metadata", "deletionTimestamp"]).is_some();
+fn examine(api: &Api, resource: usize, obj: &Stored) {
+    let meta = &obj.summary;
+    let key = Api::key(resource, &meta.namespace, &meta.name);
+    let terminating = meta.terminating;
     if resource == NAMESPACES {
         if terminating {
             finish_namespace(api, &key.1);
         }
         return;
     }
-    if let Some(refs) = obj
-        .at(&["metadata", "ownerReferences"])
-        .and_then(Value::as_array)
-        && !refs.is_empty()
-        && !terminating
-    {
-        let all_gone = refs.iter().all(|r| {
-            let uid = r.get("uid").and_then(Value::as_str).unwrap_or("");
-            ops::known_owner_kind(r) && api.store.locate_uid(uid).is_none()
-        });
+    if !meta.owners.is_empty() && !terminating {
+        let all_gone = meta
+            .owners
+            .iter()
+            .all(|r| r.known_kind && api.store.locate_uid(&r.uid).is_none());
         if all_gone {
             let _ = api.delete(resource, &key.0, &key.1, &DeleteOpts::default());
             return;
@@ -123,10 +103,11 @@ fn examine(api: &Api, resource: usize, obj: &Value) {
     if !terminating {
         return;
     }
-    let Some(uid) = uid_of(obj).map(str::to_string) else {
+    if meta.uid.is_empty() {
         return;
-    };
-    if has_finalizer(obj, "orphan") {
+    }
+    let uid = meta.uid.to_string();
+    if meta.has_finalizer("orphan") {
         for (dep_resource, dep_key) in api.store.dependents_of(&uid) {
             let _ = api.internal_update(dep_resource, &dep_key, |v| {
                 if let Some(list) = v
@@ -143,7 +124,7 @@ fn examine(api: &Api, resource: usize, obj: &Value) {
             });
         }
         let _ = api.internal_update(resource, &key, |v| ops::without_finalizer(v, "orphan"));
-    } else if has_finalizer(obj, "foregroundDeletion") {
+    } else if meta.has_finalizer("foregroundDeletion") {
         let dependents = api.store.dependents_of(&uid);
         if dependents.is_empty() {
             let _ = api.internal_update(resource, &key, |v| {
@@ -169,7 +150,7 @@ fn finish_namespace(api: &Api, name: &str) {
     }
     for (resource, key) in contents {
         if let Some(obj) = api.store.get(resource, &key)
-            && obj.value.at(&["metadata", "deletionTimestamp"]).is_none()
+            && !obj.summary.terminating
         {
             let _ = api.delete(resource, &key.0, &key.1, &DeleteOpts::default());
         }

@@ -99,6 +99,7 @@ mod server;
 mod stats;
 mod status;
 mod store;
+mod summary;
 mod watch;
 
 pub use cluster::TestCluster;

@@ -5,11 +5,10 @@
 use crate::json::At;
 use std::sync::Arc;
 
-use bytes::Bytes;
 use serde_json::{Value, json};
 
 use crate::patch::{self, PatchKind};
-use crate::resources::{self, NAMESPACES, PODS, RESOURCES};
+use crate::resources::{NAMESPACES, PODS, RESOURCES};
 use crate::semantics::{self, Part};
 use crate::status::ApiError;
 use crate::store::{FieldOwners, Key, Store, Stored, Write};
@@ -86,13 +85,7 @@ fn parse_rv(rv: &str, resource: usize, name: &str) -> Result<u64, ApiError> {
 
 /// A stored-looking object for dry runs; nothing is committed.
 fn uncommitted(value: Value, rv: u64) -> Arc<Stored> {
-    let json = Bytes::from(serde_json::to_vec(&value).unwrap_or_default());
-    Arc::new(Stored {
-        value,
-        json,
-        rv,
-        owners: Arc::new(FieldOwners::new()),
-    })
+    Arc::new(Stored::new(&value, rv, Arc::new(FieldOwners::new())))
 }
 
 /// Terminating, without finalizers and with no grace period left.
@@ -180,7 +173,7 @@ impl Api {
             .store
             .get(NAMESPACES, &(String::new(), namespace.to_string()))
             .ok_or_else(|| ApiError::not_found("namespaces", namespace))?;
-        if ns.value.at(&["metadata", "deletionTimestamp"]).is_some() {
+        if ns.summary.terminating {
             return Err(ApiError::new(
                 403,
                 "Forbidden",
@@ -272,14 +265,15 @@ impl Api {
         mut f: F,
     ) -> Result<Arc<Stored>, ApiError>
     where
-        F: FnMut(&Stored) -> Result<(Value, Option<FieldOwners>), ApiError>,
+        F: FnMut(&Stored, &Value) -> Result<(Value, Option<FieldOwners>), ApiError>,
     {
         loop {
             let cur = self
                 .store
                 .get(resource, key)
                 .ok_or_else(|| not_found(resource, &key.1))?;
-            let (mut new, owners) = f(&cur)?;
+            let cur_value = cur.value();
+            let (mut new, owners) = f(&cur, &cur_value)?;
             let cur_rv = cur.rv.to_string();
             match new
                 .at(&["metadata", "resourceVersion"])
@@ -295,16 +289,16 @@ impl Api {
             let owners = match owners {
                 Some(o) => o,
                 None if cur.owners.is_empty() => FieldOwners::new(),
-                None => patch::record_update(&cur.owners, &cur.value, &new, ctx.manager),
+                None => patch::record_update(&cur.owners, &cur_value, &new, ctx.manager),
             };
-            if new == cur.value && owners == *cur.owners {
+            if new == cur_value && owners == *cur.owners {
                 return Ok(cur);
             }
             if ctx.dry_run {
                 return Ok(uncommitted(new, cur.rv));
             }
             let write = if ready_to_remove(&new) {
-                Write::Delete(Some(new))
+                Write::Delete(new)
             } else {
                 Write::Put(new, Arc::new(owners))
             };
@@ -349,16 +343,16 @@ impl Api {
             semantics::meta_mut(&mut body).insert("name".into(), Value::String(name.into()));
             return self.create(resource, namespace, body, ctx);
         }
-        self.guaranteed_update(resource, &key, ctx, |cur| {
+        self.guaranteed_update(resource, &key, ctx, |_, cur| {
             let mut new = match part {
                 Part::Scale => {
-                    let mut obj = cur.value.clone();
+                    let mut obj = cur.clone();
                     semantics::apply_scale(&mut obj, &body)?;
                     obj
                 }
                 _ => body.clone(),
             };
-            semantics::prepare_update(resource, &cur.value, &mut new, part)?;
+            semantics::prepare_update(resource, cur, &mut new, part)?;
             semantics::validate(resource, &new)?;
             Ok((new, None))
         })
@@ -404,15 +398,15 @@ impl Api {
                 }
                 // Record the ownership on the created object.
                 let key2 = key.clone();
-                return self.guaranteed_update(resource, &key2, ctx, |cur| {
-                    Ok((cur.value.clone(), Some(owners.clone())))
+                return self.guaranteed_update(resource, &key2, ctx, |_, cur| {
+                    Ok((cur.clone(), Some(owners.clone())))
                 });
             }
         }
-        self.guaranteed_update(resource, &key, ctx, |cur| {
+        self.guaranteed_update(resource, &key, ctx, |stored, cur| {
             let mut doc = match part {
-                Part::Scale => semantics::scale_of(&cur.value),
-                _ => cur.value.clone(),
+                Part::Scale => semantics::scale_of(cur),
+                _ => cur.clone(),
             };
             let mut owners = None;
             match kind {
@@ -422,7 +416,7 @@ impl Api {
                 PatchKind::Apply => {
                     owners = Some(patch::apply(
                         &mut doc,
-                        &cur.owners,
+                        &stored.owners,
                         &parsed,
                         ctx.manager,
                         force,
@@ -438,7 +432,7 @@ impl Api {
             }
             let mut new = match part {
                 Part::Scale => {
-                    let mut obj = cur.value.clone();
+                    let mut obj = cur.clone();
                     semantics::apply_scale(&mut obj, &doc)?;
                     obj
                 }
@@ -447,7 +441,7 @@ impl Api {
                     doc
                 }
             };
-            semantics::prepare_update(resource, &cur.value, &mut new, part)?;
+            semantics::prepare_update(resource, cur, &mut new, part)?;
             semantics::validate(resource, &new)?;
             Ok((new, owners))
         })
@@ -468,8 +462,8 @@ impl Api {
             .ok_or_else(|| ApiError::invalid("Binding", name, "target.name: Required value"))?
             .to_string();
         let key = Self::key(PODS, namespace, name);
-        self.guaranteed_update(PODS, &key, ctx, |cur| {
-            let assigned = cur.value.at(&["spec", "nodeName"]).and_then(Value::as_str).unwrap_or("");
+        self.guaranteed_update(PODS, &key, ctx, |_, cur| {
+            let assigned = cur.at(&["spec", "nodeName"]).and_then(Value::as_str).unwrap_or("");
             if !assigned.is_empty() {
                 return Err(ApiError::conflict(
                     "pods/binding",
@@ -477,10 +471,10 @@ impl Api {
                     &format!("pod {name} is already assigned to node \"{assigned}\""),
                 ));
             }
-            if cur.value.at(&["metadata", "deletionTimestamp"]).is_some() {
+            if cur.at(&["metadata", "deletionTimestamp"]).is_some() {
                 return Err(ApiError::conflict("pods/binding", name, "pod is being deleted, cannot be assigned to a host"));
             }
-            let mut new = cur.value.clone();
+            let mut new = cur.clone();
             new["spec"]["nodeName"] = Value::String(node.clone());
             if !new.get("status").is_some_and(Value::is_object) {
                 new["status"] = json!({});
@@ -519,11 +513,7 @@ impl Api {
                 .store
                 .get(resource, &key)
                 .ok_or_else(|| not_found(resource, name))?;
-            let uid = cur
-                .value
-                .at(&["metadata", "uid"])
-                .and_then(Value::as_str)
-                .unwrap_or("");
+            let uid = &*cur.summary.uid;
             if let Some(want) = &opts.uid
                 && want != uid
             {
@@ -547,7 +537,7 @@ impl Api {
                     ),
                 ));
             }
-            let mut obj = cur.value.clone();
+            let mut obj = cur.value();
             let terminating = obj.at(&["metadata", "deletionTimestamp"]).is_some();
             let grace = if resource == PODS {
                 let bound = obj
@@ -625,7 +615,7 @@ impl Api {
                 });
             }
             let write = if gone {
-                Write::Delete(Some(obj))
+                Write::Delete(obj)
             } else {
                 Write::Put(obj, cur.owners.clone())
             };
@@ -644,7 +634,7 @@ impl Api {
         while let Some(cur) = self.store.get(resource, key) {
             if self
                 .store
-                .commit(resource, key, Some(cur.rv), Write::Delete(None))
+                .commit(resource, key, Some(cur.rv), Write::Delete(cur.value()))
                 .is_ok()
             {
                 return;
@@ -666,8 +656,8 @@ impl Api {
             manager: "ctrlkit-testcluster",
             dry_run: false,
         };
-        self.guaranteed_update(resource, key, ctx, |cur| {
-            let mut v = cur.value.clone();
+        self.guaranteed_update(resource, key, ctx, |_, cur| {
+            let mut v = cur.clone();
             f(&mut v);
             Ok((v, None))
         })
@@ -689,14 +679,4 @@ impl Api {
         }
         Ok(())
     }
-}
-
-/// Whether an owner reference names a kind this cluster serves.
-pub(crate) fn known_owner_kind(owner_ref: &Value) -> bool {
-    let api_version = owner_ref
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let kind = owner_ref.get("kind").and_then(Value::as_str).unwrap_or("");
-    resources::by_kind(api_version, kind).is_some()
 }

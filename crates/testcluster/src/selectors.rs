@@ -1,9 +1,9 @@
 //! Label and field selectors, parsed from their query-string form.
 
-use crate::json::At;
 use serde_json::Value;
 
 use crate::status::ApiError;
+use crate::store::Stored;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Op {
@@ -190,9 +190,11 @@ impl LabelSelector {
         })
     }
 
-    /// Whether the selector matches the labels of `object`.
-    pub(crate) fn matches_object(&self, object: &Value) -> bool {
-        self.0.is_empty() || self.matches(object.at(&["metadata", "labels"]))
+    /// Whether the selector matches the labels of a stored object.
+    pub(crate) fn matches_stored(&self, object: &Stored) -> bool {
+        self.0
+            .iter()
+            .all(|r| r.matches(object.summary.label(&r.key)))
     }
 }
 
@@ -226,21 +228,40 @@ impl FieldSelector {
         Ok(FieldSelector(reqs))
     }
 
-    /// Whether `object` satisfies every requirement; a missing field reads
-    /// as the empty string (so `spec.nodeName=` selects unscheduled pods).
-    pub(crate) fn matches_object(&self, object: &Value) -> bool {
+    /// Whether a stored object satisfies every requirement; a missing
+    /// field reads as the empty string (so `spec.nodeName=` selects
+    /// unscheduled pods). The object is parsed only for a field its
+    /// summary does not keep.
+    pub(crate) fn matches_stored(&self, object: &Stored) -> bool {
+        let mut parsed = None;
         self.0.iter().all(|(path, equal, want)| {
-            let mut cur = Some(object);
-            for seg in path {
-                cur = cur.and_then(|c| c.get(seg));
-            }
-            let got = match cur {
-                Some(Value::String(s)) => s.clone(),
-                Some(Value::Null) | None => String::new(),
-                Some(other) => other.to_string(),
+            let hit = match object.summary.field(path) {
+                Some(got) => got == want,
+                None => read_field(parsed.get_or_insert_with(|| object.value()), path) == *want,
             };
-            (got == *want) == *equal
+            hit == *equal
         })
+    }
+
+    /// Whether `object` satisfies every requirement.
+    #[cfg(test)]
+    pub(crate) fn matches_object(&self, object: &Value) -> bool {
+        self.0
+            .iter()
+            .all(|(path, equal, want)| (read_field(object, path) == *want) == *equal)
+    }
+}
+
+/// A field's value as a field selector compares it.
+fn read_field(object: &Value, path: &[String]) -> String {
+    let mut cur = Some(object);
+    for seg in path {
+        cur = cur.and_then(|c| c.get(seg));
+    }
+    match cur {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
     }
 }
 
@@ -283,5 +304,41 @@ mod tests {
                 .unwrap()
                 .matches_object(&pod)
         );
+    }
+
+    #[test]
+    fn stored_objects_match_as_their_json_does() {
+        let pod = json!({"metadata": {"name": "a", "namespace": "ns", "labels": {"app": "web"}},
+                         "spec": {"nodeName": "n1", "restartPolicy": "Never", "priority": 5},
+                         "status": {"phase": "Running"}});
+        let stored = Stored::new(&pod, 7, Default::default());
+        for sel in [
+            "spec.nodeName=n1",
+            "spec.nodeName!=n1",
+            "spec.nodeName=",
+            "status.phase=Running",
+            "metadata.namespace=ns,metadata.name=a",
+            "metadata.name=b",
+            "spec.restartPolicy=Never",
+            "spec.restartPolicy!=Never,status.phase=Running",
+            "spec.priority=5",
+            "spec.missing=",
+        ] {
+            let f = FieldSelector::parse(sel).unwrap();
+            assert_eq!(f.matches_stored(&stored), f.matches_object(&pod), "{sel}");
+        }
+        let labels = pod.pointer("/metadata/labels");
+        for sel in [
+            "app=web",
+            "app!=web",
+            "app in (x,web)",
+            "!app",
+            "tier",
+            "tier!=x",
+            "",
+        ] {
+            let l = LabelSelector::parse(sel).unwrap();
+            assert_eq!(l.matches_stored(&stored), l.matches(labels), "{sel}");
+        }
     }
 }

@@ -337,7 +337,7 @@ fn dispatch(
             match part_of(target)? {
                 Part::Scale => Ok(value_response(
                     StatusCode::OK,
-                    &semantics::scale_of(&stored.value),
+                    &semantics::scale_of(&stored.value()),
                 )),
                 _ => Ok(stored_response(StatusCode::OK, &stored)),
             }
@@ -414,18 +414,9 @@ fn dispatch(
             let mut deleted = Vec::new();
             for item in items
                 .iter()
-                .filter(|s| labels.matches_object(&s.value) && fields.matches_object(&s.value))
+                .filter(|s| labels.matches_stored(s) && fields.matches_stored(s))
             {
-                let n = item
-                    .value
-                    .at(&["metadata", "name"])
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
-                let ins = item
-                    .value
-                    .at(&["metadata", "namespace"])
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
+                let (ins, n) = (&item.summary.namespace, &item.summary.name);
                 match api.delete(resource, ins, n, &opts) {
                     Ok(Deleted::Gone(s) | Deleted::Pending(s)) => deleted.push(s),
                     Err(e) if e.code == 404 => {}
@@ -441,7 +432,7 @@ fn dispatch(
 
 fn part_response(part: Part, stored: &Stored) -> Response<Body> {
     match part {
-        Part::Scale => value_response(StatusCode::OK, &semantics::scale_of(&stored.value)),
+        Part::Scale => value_response(StatusCode::OK, &semantics::scale_of(&stored.value())),
         _ => stored_response(StatusCode::OK, stored),
     }
 }
@@ -573,7 +564,7 @@ fn list(
         .list(target.resource, target.namespace, start.as_ref());
     let mut matching = items
         .into_iter()
-        .filter(|s| labels.matches_object(&s.value) && fields.matches_object(&s.value));
+        .filter(|s| labels.matches_stored(s) && fields.matches_stored(s));
     let page: Vec<Arc<Stored>> = match limit {
         Some(l) => matching.by_ref().take(l).collect(),
         None => matching.by_ref().collect(),
@@ -581,16 +572,7 @@ fn list(
     let remaining = matching.count();
     let cont = match page.last() {
         Some(last) if remaining > 0 => {
-            let v = &last.value;
-            let key = Api::key(
-                target.resource,
-                v.at(&["metadata", "namespace"])
-                    .and_then(Value::as_str)
-                    .unwrap_or(""),
-                v.at(&["metadata", "name"])
-                    .and_then(Value::as_str)
-                    .unwrap_or(""),
-            );
+            let key = Api::key(target.resource, &last.summary.namespace, &last.summary.name);
             Some((encode_continue(&key), remaining))
         }
         _ => None,

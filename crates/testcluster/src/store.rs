@@ -5,15 +5,18 @@
 //! it with a compare-and-swap on the snapshot's resourceVersion, so the lock
 //! is held only for the insert, the serialization and the history push.
 
-use crate::json::At;
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use bytes::Bytes;
+// Keys are uids and object names the server assigned or validated; a
+// fast hasher is enough.
+use foldhash::{HashMap, HashMapExt, HashSet};
 use parking_lot::Mutex;
 use serde_json::Value;
 
 use crate::resources::RESOURCES;
+use crate::summary::Summary;
 
 /// Table key: (namespace, name); the namespace is empty for cluster-scoped objects.
 pub(crate) type Key = (String, String);
@@ -22,15 +25,38 @@ pub(crate) type Key = (String, String);
 pub(crate) type FieldOwners = BTreeMap<String, String>;
 
 /// One stored object version. Immutable once committed.
+///
+/// The object is kept serialized (with `metadata.resourceVersion`), which
+/// is what every read sends; the fields hot paths look at are in
+/// `summary`, and writes parse the JSON with [`Stored::value`].
 #[derive(Debug)]
 pub(crate) struct Stored {
-    /// The object, including `metadata.resourceVersion`.
-    pub(crate) value: Value,
-    /// `value` serialized once, shared by every reader.
+    /// The object serialized once, shared by every reader.
     pub(crate) json: Bytes,
+    pub(crate) summary: Summary,
     pub(crate) rv: u64,
     /// Server-side-apply field ownership (kept out of the object itself).
     pub(crate) owners: Arc<FieldOwners>,
+}
+
+impl Stored {
+    /// `value` (whose resourceVersion is `rv`) serialized, with its summary.
+    pub(crate) fn new(value: &Value, rv: u64, owners: Arc<FieldOwners>) -> Stored {
+        // Serializing a `Value` into a Vec cannot fail.
+        let json = Bytes::from(serde_json::to_vec(value).unwrap_or_default());
+        Stored {
+            json,
+            summary: Summary::of(value),
+            rv,
+            owners,
+        }
+    }
+
+    /// The object, parsed from its JSON.
+    pub(crate) fn value(&self) -> Value {
+        // The JSON was serialized from a `Value` by this store, so it parses.
+        serde_json::from_slice(&self.json).unwrap_or(Value::Null)
+    }
 }
 
 /// The type of a watch event.
@@ -71,9 +97,8 @@ pub(crate) struct Event {
 pub(crate) enum Write {
     /// Create or replace with this object and field ownership.
     Put(Value, Arc<FieldOwners>),
-    /// Remove the object; the DELETED event carries the given final state
-    /// (or the stored one).
-    Delete(Option<Value>),
+    /// Remove the object; the DELETED event carries this final state.
+    Delete(Value),
 }
 
 /// The commit failed because the object changed since the snapshot.
@@ -112,19 +137,6 @@ impl std::fmt::Debug for Store {
             .field("history_len", &self.history_len)
             .finish_non_exhaustive()
     }
-}
-
-pub(crate) fn uid_of(value: &Value) -> Option<&str> {
-    value.at(&["metadata", "uid"]).and_then(Value::as_str)
-}
-
-pub(crate) fn owner_uids(value: &Value) -> impl Iterator<Item = &str> {
-    value
-        .at(&["metadata", "ownerReferences"])
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|r| r.get("uid").and_then(Value::as_str))
 }
 
 fn frame(kind: EventType, object_json: &[u8]) -> Bytes {
@@ -260,6 +272,14 @@ impl Store {
         expected: Option<u64>,
         write: Write,
     ) -> Result<Arc<Stored>, Stale> {
+        let (mut value, put_owners) = match write {
+            Write::Put(value, owners) => (value, Some(owners)),
+            Write::Delete(last) => (last, None),
+        };
+        // Work that does not need the lock happens outside it: the summary
+        // here, and freeing the parsed object and evicted history after.
+        let summary = Summary::of(&value);
+        let mut evicted = Vec::new();
         let stored = {
             let mut guard = self.inner.lock();
             let inner = &mut *guard;
@@ -268,23 +288,11 @@ impl Store {
                 return Err(Stale);
             }
             let rv = inner.rv + 1;
-            let (kind, mut value, owners) = match write {
-                Write::Put(value, owners) => {
-                    let kind = if current.is_some() {
-                        EventType::Modified
-                    } else {
-                        EventType::Added
-                    };
-                    (kind, value, owners)
-                }
-                Write::Delete(last) => match &current {
-                    Some(c) => (
-                        EventType::Deleted,
-                        last.unwrap_or_else(|| c.value.clone()),
-                        c.owners.clone(),
-                    ),
-                    None => return Err(Stale),
-                },
+            let (kind, owners) = match (put_owners, &current) {
+                (Some(owners), Some(_)) => (EventType::Modified, owners),
+                (Some(owners), None) => (EventType::Added, owners),
+                (None, Some(c)) => (EventType::Deleted, c.owners.clone()),
+                (None, None) => return Err(Stale),
             };
             if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
                 meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
@@ -293,8 +301,8 @@ impl Store {
             // JSON is a zero-copy slice of it.
             let (ev_frame, json) = frame_with_object(kind, &value);
             let stored = Arc::new(Stored {
-                value,
                 json,
+                summary,
                 rv,
                 owners,
             });
@@ -317,10 +325,12 @@ impl Store {
             while inner.history.len() > self.history_len {
                 if let Some(old) = inner.history.pop_front() {
                     inner.compacted = old.rv;
+                    evicted.push(old);
                 }
             }
             stored
         };
+        drop((value, evicted));
         self.latest.send_replace(stored.rv);
         Ok(stored)
     }
@@ -367,27 +377,27 @@ impl Inner {
     ) {
         let slot = (resource, key.clone());
         if let Some(old) = old {
-            for owner in owner_uids(&old.value) {
-                if let Some(set) = self.dependents.get_mut(owner) {
+            for owner in &old.summary.owners {
+                if let Some(set) = self.dependents.get_mut(&*owner.uid) {
                     set.remove(&slot);
                     if set.is_empty() {
-                        self.dependents.remove(owner);
+                        self.dependents.remove(&*owner.uid);
                     }
                 }
             }
-            if let Some(uid) = uid_of(&old.value) {
-                self.uids.remove(uid);
+            if !old.summary.uid.is_empty() {
+                self.uids.remove(&*old.summary.uid);
             }
         }
         if kind != EventType::Deleted {
-            for owner in owner_uids(&new.value) {
+            for owner in &new.summary.owners {
                 self.dependents
-                    .entry(owner.to_string())
+                    .entry(owner.uid.to_string())
                     .or_default()
                     .insert(slot.clone());
             }
-            if let Some(uid) = uid_of(&new.value) {
-                self.uids.insert(uid.to_string(), slot);
+            if !new.summary.uid.is_empty() {
+                self.uids.insert(new.summary.uid.to_string(), slot);
             }
         }
     }

@@ -1,14 +1,13 @@
 //! Watch streams: events after a resourceVersion, filtered per watcher,
 //! with bookmarks, timeouts and 410 Gone for versions no longer kept.
 
-use crate::json::At;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures::stream::{self, BoxStream, StreamExt};
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::time::Instant;
 
 use crate::ops::Api;
@@ -41,13 +40,13 @@ pub(crate) struct WatchSpec {
 }
 
 impl WatchSpec {
-    fn selects(&self, obj: &Value) -> bool {
+    fn selects(&self, obj: &Stored) -> bool {
         if let Some(ns) = &self.namespace
-            && obj.at(&["metadata", "namespace"]).and_then(Value::as_str) != Some(ns.as_str())
+            && *obj.summary.namespace != **ns
         {
             return false;
         }
-        self.labels.matches_object(obj) && self.fields.matches_object(obj)
+        self.labels.matches_stored(obj) && self.fields.matches_stored(obj)
     }
 
     fn unfiltered(&self) -> bool {
@@ -66,7 +65,7 @@ impl WatchSpec {
         {
             return None;
         }
-        let obj = &event.object.value;
+        let obj = &event.object;
         if self.unfiltered() {
             return Some(event.frame.clone());
         }
@@ -74,7 +73,7 @@ impl WatchSpec {
         match event.kind {
             EventType::Added | EventType::Deleted => now.then(|| event.frame.clone()),
             EventType::Modified => {
-                let before = event.prev.as_ref().is_some_and(|p| self.selects(&p.value));
+                let before = event.prev.as_ref().is_some_and(|p| self.selects(p));
                 match (before, now) {
                     (true, true) => Some(event.frame.clone()),
                     (false, true) => Some(event_frame(EventType::Added, &event.object)),
@@ -143,7 +142,7 @@ pub(crate) fn watch(api: Arc<Api>, spec: WatchSpec) -> BoxStream<'static, Bytes>
             pending.extend(
                 items
                     .iter()
-                    .filter(|s| spec.selects(&s.value))
+                    .filter(|s| spec.selects(s))
                     .map(|s: &Arc<Stored>| event_frame(EventType::Added, s)),
             );
             if end_marker {
