@@ -403,6 +403,17 @@ impl External {
 
 impl Drop for External {
     fn drop(&mut self) {
+        // SIGTERM first: the server shuts down gracefully (and a profiler
+        // wrapping it through CTRLKIT_TESTCLUSTER_BIN writes its output).
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        for _ in 0..300 {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

@@ -85,6 +85,7 @@
 mod cluster;
 mod config;
 mod discovery;
+mod encoded;
 mod error;
 pub mod faults;
 mod gc;

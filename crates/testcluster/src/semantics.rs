@@ -9,9 +9,21 @@ use crate::status::ApiError;
 
 /// The current time as an RFC 3339 timestamp with second precision.
 pub(crate) fn now() -> String {
-    jiff::Timestamp::now()
-        .strftime("%Y-%m-%dT%H:%M:%SZ")
-        .to_string()
+    thread_local! {
+        // Every create stamps the time; formatting once per second (per
+        // thread) is enough at second precision.
+        static LAST: std::cell::RefCell<(i64, String)> =
+            const { std::cell::RefCell::new((i64::MIN, String::new())) };
+    }
+    let ts = jiff::Timestamp::now();
+    let second = ts.as_second();
+    LAST.with_borrow_mut(|(at, text)| {
+        if *at != second {
+            *at = second;
+            *text = ts.strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+        }
+        text.clone()
+    })
 }
 
 /// `now` plus `seconds`.
@@ -43,18 +55,24 @@ pub(crate) fn random_suffix() -> String {
         .collect()
 }
 
-fn is_dns_label(s: &str) -> bool {
+/// Lower-case alphanumerics and '-', starting and ending alphanumeric.
+fn is_label_shaped(s: &str) -> bool {
     !s.is_empty()
-        && s.len() <= 63
         && s.bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !s.starts_with('-')
         && !s.ends_with('-')
 }
 
-/// DNS-1123 subdomain: dot-separated DNS labels, at most 253 characters.
+/// DNS-1123 label: label-shaped, at most 63 characters.
+fn is_dns_label(s: &str) -> bool {
+    s.len() <= 63 && is_label_shaped(s)
+}
+
+/// DNS-1123 subdomain: dot-separated label-shaped parts, at most 253
+/// characters in all. As in kube-apiserver, a part may be longer than 63.
 pub(crate) fn is_dns_subdomain(s: &str) -> bool {
-    s.len() <= 253 && s.split('.').all(is_dns_label)
+    s.len() <= 253 && s.split('.').all(is_label_shaped)
 }
 
 fn invalid(def: &ResourceDef, name: &str, field: &str, why: &str) -> ApiError {
@@ -615,6 +633,21 @@ pub(crate) fn apply_scale(obj: &mut Value, scale: &Value) -> Result<(), ApiError
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn subdomain_names_follow_kube_apiserver() {
+        let long_part = "a".repeat(100);
+        assert!(
+            is_dns_subdomain(&long_part),
+            "parts may exceed 63 characters"
+        );
+        assert!(is_dns_subdomain(&format!("{long_part}.b-c.d1")));
+        assert!(is_dns_subdomain(&"a".repeat(253)));
+        for bad in ["", "a..b", "-a", "a-", "A", "a.-b", "a_b", &"a".repeat(254)] {
+            assert!(!is_dns_subdomain(bad), "{bad:?}");
+        }
+        assert!(!is_dns_label(&long_part), "namespace names stay labels");
+    }
 
     fn pod(v: Value) -> Result<(), ApiError> {
         let mut v = v;

@@ -15,6 +15,7 @@ use foldhash::{HashMap, HashMapExt, HashSet};
 use parking_lot::Mutex;
 use serde_json::Value;
 
+use crate::encoded::Encoded;
 use crate::resources::RESOURCES;
 use crate::summary::Summary;
 
@@ -149,23 +150,6 @@ fn frame(kind: EventType, object_json: &[u8]) -> Bytes {
     Bytes::from(buf)
 }
 
-/// Serialize `value` into a watch frame of type `kind`; returns the frame
-/// and the slice of it holding the object.
-fn frame_with_object(kind: EventType, value: &Value) -> (Bytes, Bytes) {
-    let mut buf = Vec::with_capacity(1024);
-    buf.extend_from_slice(b"{\"type\":\"");
-    buf.extend_from_slice(kind.as_str().as_bytes());
-    buf.extend_from_slice(b"\",\"object\":");
-    let start = buf.len();
-    // Serializing a `Value` into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut buf, value);
-    let end = buf.len();
-    buf.extend_from_slice(b"}\n");
-    let frame = Bytes::from(buf);
-    let object = frame.slice(start..end);
-    (frame, object)
-}
-
 /// A watch frame for `object` with the given event type.
 pub(crate) fn event_frame(kind: EventType, object: &Stored) -> Bytes {
     frame(kind, &object.json)
@@ -277,8 +261,10 @@ impl Store {
             Write::Delete(last) => (last, None),
         };
         // Work that does not need the lock happens outside it: the summary
-        // here, and freeing the parsed object and evicted history after.
+        // and the serialization here, freeing evicted history after.
         let summary = Summary::of(&value);
+        let encoded = Encoded::new(&mut value);
+        drop(value);
         let mut evicted = Vec::new();
         let stored = {
             let mut guard = self.inner.lock();
@@ -294,12 +280,8 @@ impl Store {
                 (None, Some(c)) => (EventType::Deleted, c.owners.clone()),
                 (None, None) => return Err(Stale),
             };
-            if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
-                meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
-            }
-            // Serialize once, straight into the watch frame; the stored
-            // JSON is a zero-copy slice of it.
-            let (ev_frame, json) = frame_with_object(kind, &value);
+            // The stored JSON is a zero-copy slice of the watch frame.
+            let (ev_frame, json) = encoded.frame(kind, rv);
             let stored = Arc::new(Stored {
                 json,
                 summary,
@@ -330,7 +312,7 @@ impl Store {
             }
             stored
         };
-        drop((value, evicted));
+        drop(evicted);
         self.latest.send_replace(stored.rv);
         Ok(stored)
     }
