@@ -2,8 +2,10 @@
 //! counter, and the ring buffer of watch events.
 //!
 //! Writers compute a new object outside the lock from a snapshot and commit
-//! it with a compare-and-swap on the snapshot's resourceVersion, so the lock
-//! is held only for the insert, the serialization and the history push.
+//! it with a compare-and-swap on the snapshot's resourceVersion. The object
+//! is serialized before the lock is taken, so the lock is held only for the
+//! version check, splicing the new resourceVersion into those bytes, the
+//! insert and the history push.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
