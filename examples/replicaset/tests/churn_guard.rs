@@ -11,14 +11,12 @@
 mod common;
 
 use std::cell::Cell;
-use std::sync::Arc;
 use std::time::Duration;
 
-use common::{FakeOwnerClient, Harness, NS, edit, replica_set, replication_controller};
-use ctrlkit_informer::{Informer, SharedInformerFactory};
-use ctrlkit_podcontrol::FakePodControl;
+use common::{Harness, NS, edit, replica_set, replication_controller};
+use ctrlkit_informer::SharedInformerFactory;
 use ctrlkit_replicaset::{
-    ChurnGuardOptions, Controller, ControllerOptions, FAILED_POD_CHURN_REASON, REPLICA_FAILURE,
+    ChurnGuardOptions, ControllerOptions, FAILED_POD_CHURN_REASON, REPLICA_FAILURE,
     ReplicaSetController, object_key,
 };
 use ctrlkit_testcluster::kubelet::KubeletConfig;
@@ -33,13 +31,9 @@ use kube::{Api, Client};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-/// A controller over hand-fed caches and fakes.
+/// A controller over hand-fed caches and fakes, with one ReplicaSet.
 struct Fixture {
-    pods: Informer<Pod>,
-    owners: Informer<ReplicaSet>,
-    fake: FakePodControl,
-    client: Arc<FakeOwnerClient<ReplicaSet>>,
-    controller: ReplicaSetController,
+    h: Harness<ReplicaSet>,
     rs: ReplicaSet,
     /// Created pods and deletes already fed into the pod cache.
     seen_created: Cell<usize>,
@@ -48,27 +42,13 @@ struct Fixture {
 
 impl Fixture {
     fn new(replicas: i32, churn_guard: ChurnGuardOptions) -> Self {
-        let pods = Informer::<Pod>::manual().build();
-        let owners = Informer::<ReplicaSet>::manual().build();
-        let fake = FakePodControl::new();
-        let client = Arc::new(FakeOwnerClient::new());
-        let controller = Controller::from_parts(
-            pods.clone(),
-            owners.clone(),
-            Arc::new(fake.clone()),
-            client.clone(),
-            ControllerOptions {
-                churn_guard,
-                ..ControllerOptions::default()
-            },
-        );
+        let h = Harness::with_options(ControllerOptions {
+            churn_guard,
+            ..ControllerOptions::default()
+        });
         let rs = replica_set("web", replicas, "web");
         let f = Self {
-            pods,
-            owners,
-            fake,
-            client,
-            controller,
+            h,
             rs: rs.clone(),
             seen_created: Cell::new(0),
             seen_deletes: Cell::new(0),
@@ -78,26 +58,26 @@ impl Fixture {
     }
 
     fn put_owner(&self, rs: &ReplicaSet) {
-        *self.client.live.lock() = Some(rs.clone());
-        self.owners.apply_event(Event::Apply(rs.clone()));
+        *self.h.client.live.lock() = Some(rs.clone());
+        self.h.owners.apply_event(Event::Apply(rs.clone()));
     }
 
     /// Syncs the ReplicaSet, then shows the status it wrote and the pods
     /// it deleted in the caches, as the informers would.
     async fn sync(&self) -> ctrlkit_worker::Action {
-        let writes = self.client.updates().len();
-        let action = self.controller.sync(&object_key(&self.rs)).await.unwrap();
-        let updates = self.client.updates();
+        let writes = self.h.client.updates().len();
+        let action = self.h.controller.sync(&object_key(&self.rs)).await.unwrap();
+        let updates = self.h.client.updates();
         if updates.len() > writes {
             let mut written: ReplicaSet =
                 serde_json::from_value(updates[updates.len() - 1].clone()).unwrap();
             written.metadata.resource_version = Some(format!("{}", 100 + updates.len()));
-            self.owners.apply_event(Event::Apply(written));
+            self.h.owners.apply_event(Event::Apply(written));
         }
-        let deletes = self.fake.deletes();
+        let deletes = self.h.fake.deletes();
         for delete in &deletes[self.seen_deletes.get()..] {
-            if let Some(pod) = self.pods.store().get(&delete.namespace, &delete.name) {
-                self.pods.apply_event(Event::Delete((*pod).clone()));
+            if let Some(pod) = self.h.pods.store().get(&delete.namespace, &delete.name) {
+                self.h.pods.apply_event(Event::Delete((*pod).clone()));
             }
         }
         self.seen_deletes.set(deletes.len());
@@ -106,13 +86,13 @@ impl Fixture {
 
     /// Pods created and not yet observed.
     fn new_creates(&self) -> usize {
-        self.fake.created_pods().len() - self.seen_created.get()
+        self.h.fake.created_pods().len() - self.seen_created.get()
     }
 
     /// The pods created since the last call, as the cache shows them once
     /// the kubelet has had its say: created now, then `phase`.
     fn observe_created(&self, phase: &str) -> Vec<Pod> {
-        let all = self.fake.created_pods();
+        let all = self.h.fake.created_pods();
         let created: Vec<Pod> = all[self.seen_created.get()..]
             .iter()
             .map(|pod| {
@@ -130,7 +110,7 @@ impl Fixture {
             .collect();
         self.seen_created.set(all.len());
         for pod in &created {
-            self.pods.apply_event(Event::Apply(pod.clone()));
+            self.h.pods.apply_event(Event::Apply(pod.clone()));
         }
         created
     }
@@ -145,12 +125,12 @@ impl Fixture {
                 _ => json!({"phase": phase}),
             };
         });
-        self.pods.apply_event(Event::Apply(pod));
+        self.h.pods.apply_event(Event::Apply(pod));
     }
 
     /// The `ReplicaFailure` condition of the last status written.
     fn failure_condition(&self) -> Option<Value> {
-        let status = self.client.last_status();
+        let status = self.h.client.last_status();
         status["conditions"]
             .as_array()?
             .iter()
@@ -178,12 +158,12 @@ async fn churned_pods_hold_back_creation_until_the_backoff_ends() {
 
     // Syncs during the backoff create nothing and keep the condition
     // without rewriting the status.
-    let writes = f.client.updates().len();
+    let writes = f.h.client.updates().len();
     tokio::time::advance(Duration::from_secs(19)).await;
     let action = f.sync().await;
     assert_eq!(f.new_creates(), 0);
     assert_eq!(action.requeue_delay(), Some(Duration::from_secs(1)));
-    assert_eq!(f.client.updates().len(), writes, "status unchanged");
+    assert_eq!(f.h.client.updates().len(), writes, "status unchanged");
 
     // Backoff over: one probe pod only, however many are missing, and no
     // more while it is pending.
@@ -212,9 +192,9 @@ async fn churned_pods_hold_back_creation_until_the_backoff_ends() {
     assert_eq!(f.failure_condition(), None, "condition cleared");
     f.observe_created("Running");
     f.sync().await;
-    assert_eq!(f.client.last_status()["replicas"], 2);
+    assert_eq!(f.h.client.last_status()["replicas"], 2);
     assert_eq!(
-        f.fake.delete_count(),
+        f.h.fake.delete_count(),
         0,
         "three Failed pods are within the cap"
     );
@@ -255,7 +235,7 @@ async fn failed_pods_beyond_the_kept_number_are_deleted_oldest_first() {
     }
     // Kept: the two newest; the two oldest were deleted, each guarded by
     // its UID.
-    let deletes = f.fake.deletes();
+    let deletes = f.h.fake.deletes();
     let deleted: Vec<&str> = deletes.iter().map(|d| d.name.as_str()).collect();
     let oldest: Vec<&str> = failed[..2]
         .iter()
@@ -266,7 +246,7 @@ async fn failed_pods_beyond_the_kept_number_are_deleted_oldest_first() {
         let uid = delete.preconditions.as_ref().and_then(|p| p.uid.clone());
         assert_eq!(uid, pod.metadata.uid);
     }
-    assert_eq!(f.pods.store().list().len(), 2);
+    assert_eq!(f.h.pods.store().list().len(), 2);
 }
 
 #[tokio::test(start_paused = true)]
@@ -278,7 +258,7 @@ async fn with_the_guard_off_failed_pods_are_replaced_at_once_as_upstream() {
         assert_eq!(f.failure_condition(), None);
         f.observe_created("Failed");
     }
-    assert_eq!(f.fake.delete_count(), 0, "Failed pods are left alone");
+    assert_eq!(f.h.fake.delete_count(), 0, "Failed pods are left alone");
 }
 
 #[tokio::test(start_paused = true)]
@@ -290,7 +270,7 @@ async fn a_deleted_and_recreated_owner_starts_without_backoff() {
     assert_eq!(f.new_creates(), 0, "backing off");
 
     // Deleted, and re-created under the same name.
-    f.owners.apply_event(Event::Delete(f.rs.clone()));
+    f.h.owners.apply_event(Event::Delete(f.rs.clone()));
     f.sync().await;
     let fresh = edit(&f.rs, |v| v["metadata"]["uid"] = json!("uid-web-2"));
     f.put_owner(&fresh);
