@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use common::{NS, PodSpec, edit, replica_set, replication_controller};
+use common::{NS, PodSpec, edit, live_replica_set, replica_set, replication_controller};
 use ctrlkit_informer::{Informer, SharedInformerFactory};
 use ctrlkit_podcontrol::ranking::POD_DELETION_COST_ANNOTATION;
 use ctrlkit_podcontrol::{FakePodControl, KubePodControl, Operation, PodControlError};
@@ -972,20 +972,6 @@ impl Live {
         self.factory.shutdown().await;
         self.tc.shutdown().await;
     }
-}
-
-fn live_replica_set(name: &str, replicas: i32, template_spec: Value) -> ReplicaSet {
-    // Label values are at most 63 characters; names may be longer.
-    let app = &name[..name.len().min(40)];
-    serde_json::from_value(json!({
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": app}},
-            "template": {"metadata": {"labels": {"app": app}}, "spec": template_spec}
-        }
-    }))
-    .unwrap()
 }
 
 fn good_pod_spec() -> Value {

@@ -13,7 +13,7 @@ mod common;
 use std::cell::Cell;
 use std::time::Duration;
 
-use common::{Harness, NS, edit, replica_set, replication_controller};
+use common::{Harness, NS, edit, live_replica_set, replica_set, replication_controller};
 use ctrlkit_informer::SharedInformerFactory;
 use ctrlkit_replicaset::{
     ChurnGuardOptions, ControllerOptions, FAILED_POD_CHURN_REASON, REPLICA_FAILURE,
@@ -342,7 +342,11 @@ impl Cluster {
         factory.start();
         let token = CancellationToken::new();
         let task = tokio::spawn(controller.run(token.clone()));
-        let rs = replica_set_for_cluster("web", REPLICAS);
+        let rs = live_replica_set(
+            "web",
+            REPLICAS,
+            json!({"containers": [{"name": "app", "image": "nginx"}]}),
+        );
         Api::<ReplicaSet>::namespaced(cluster.client(), NS)
             .create(&PostParams::default(), &rs)
             .await
@@ -371,21 +375,6 @@ impl Cluster {
         self.factory.shutdown().await;
         self.cluster.shutdown().await;
     }
-}
-
-fn replica_set_for_cluster(name: &str, replicas: i32) -> ReplicaSet {
-    serde_json::from_value(json!({
-        "metadata": {"name": name, "namespace": NS},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {"containers": [{"name": "app", "image": "nginx"}]}
-            }
-        }
-    }))
-    .unwrap()
 }
 
 #[tokio::test(start_paused = true)]

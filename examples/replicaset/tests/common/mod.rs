@@ -38,6 +38,21 @@ pub fn replica_set(name: &str, replicas: i32, app: &str) -> ReplicaSet {
     }))
 }
 
+/// A ReplicaSet `name` to create on a cluster (no uid or version), with
+/// `replicas` pods of `template_spec`, selecting `app=<name>` (cut to 40
+/// characters: label values are at most 63, names may be longer).
+pub fn live_replica_set(name: &str, replicas: i32, template_spec: Value) -> ReplicaSet {
+    let app = &name[..name.len().min(40)];
+    replica_set_from(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": app}},
+            "template": {"metadata": {"labels": {"app": app}}, "spec": template_spec}
+        }
+    }))
+}
+
 pub fn replica_set_from(value: Value) -> ReplicaSet {
     serde_json::from_value(value).unwrap()
 }
