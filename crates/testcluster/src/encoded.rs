@@ -11,7 +11,7 @@ use bytes::Bytes;
 use serde_json::Value;
 
 use crate::semantics;
-use crate::store::EventType;
+use crate::store::{EventType, build_frame};
 
 /// An object serialized without its `metadata.resourceVersion` value.
 #[derive(Debug)]
@@ -76,19 +76,11 @@ impl Encoded {
     /// The watch frame `{"type":..,"object":..}\n` for this object at
     /// resourceVersion `rv`, and the slice of it holding the object.
     pub(crate) fn frame(&self, kind: EventType, rv: u64) -> (Bytes, Bytes) {
-        let mut buf = Vec::with_capacity(self.bytes.len() + 48);
-        buf.extend_from_slice(b"{\"type\":\"");
-        buf.extend_from_slice(kind.as_str().as_bytes());
-        buf.extend_from_slice(b"\",\"object\":");
-        let start = buf.len();
-        buf.extend_from_slice(&self.bytes[..self.slot]);
-        let _ = write!(buf, "{rv}");
-        buf.extend_from_slice(&self.bytes[self.slot..]);
-        let end = buf.len();
-        buf.extend_from_slice(b"}\n");
-        let frame = Bytes::from(buf);
-        let object = frame.slice(start..end);
-        (frame, object)
+        build_frame(kind, self.bytes.len() + 20, |buf| {
+            buf.extend_from_slice(&self.bytes[..self.slot]);
+            let _ = write!(buf, "{rv}");
+            buf.extend_from_slice(&self.bytes[self.slot..]);
+        })
     }
 }
 

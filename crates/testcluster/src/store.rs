@@ -142,19 +142,33 @@ impl std::fmt::Debug for Store {
     }
 }
 
-fn frame(kind: EventType, object_json: &[u8]) -> Bytes {
-    let mut buf = Vec::with_capacity(object_json.len() + 32);
+/// A watch frame `{"type":..,"object":..}\n` whose object (about
+/// `object_len` bytes) `write_object` appends; returns the frame and the
+/// slice of it holding the object.
+pub(crate) fn build_frame(
+    kind: EventType,
+    object_len: usize,
+    write_object: impl FnOnce(&mut Vec<u8>),
+) -> (Bytes, Bytes) {
+    let mut buf = Vec::with_capacity(object_len + 48);
     buf.extend_from_slice(b"{\"type\":\"");
     buf.extend_from_slice(kind.as_str().as_bytes());
     buf.extend_from_slice(b"\",\"object\":");
-    buf.extend_from_slice(object_json);
+    let start = buf.len();
+    write_object(&mut buf);
+    let end = buf.len();
     buf.extend_from_slice(b"}\n");
-    Bytes::from(buf)
+    let frame = Bytes::from(buf);
+    let object = frame.slice(start..end);
+    (frame, object)
 }
 
 /// A watch frame for `object` with the given event type.
 pub(crate) fn event_frame(kind: EventType, object: &Stored) -> Bytes {
-    frame(kind, &object.json)
+    build_frame(kind, object.json.len(), |buf| {
+        buf.extend_from_slice(&object.json)
+    })
+    .0
 }
 
 impl Store {
