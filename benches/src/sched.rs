@@ -56,6 +56,27 @@ pub fn measure<R>(f: impl FnOnce() -> R) -> (R, Option<SchedTotals>) {
     (result, used)
 }
 
+/// The 1-minute load average (Linux), so a result taken on a busy machine
+/// says so; `None` where `/proc/loadavg` is unavailable.
+pub fn load_average() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// Adds the machine's load (`load_avg_1m`) and core count (`cores`) to a
+/// JSON result line.
+pub fn stamp_machine_load(line: &mut serde_json::Value) {
+    if let Some(fields) = line.as_object_mut() {
+        fields.insert("load_avg_1m".into(), serde_json::json!(load_average()));
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        fields.insert("cores".into(), serde_json::json!(cores));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,8 +11,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use ctrlkit_benches::naive::{RunReport, Scenario, Subject, run, table};
+use ctrlkit_benches::sched::stamp_machine_load;
 use ctrlkit_testcluster::faults::Latency;
-use serde_json::json;
 
 const USAGE: &str = "usage: compare [options]
   --replica-sets N   ReplicaSets in the scenario (default 20)
@@ -107,22 +107,9 @@ fn parse_args() -> Result<Args, String> {
     Ok(args)
 }
 
-fn load_average() -> Option<f64> {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
-}
-
 fn json_line(report: &RunReport) -> String {
     let mut line = report.to_json();
-    if let Some(fields) = line.as_object_mut() {
-        fields.insert("load_avg_1m".into(), json!(load_average()));
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        fields.insert("cores".into(), json!(cores));
-    }
+    stamp_machine_load(&mut line);
     line.to_string()
 }
 

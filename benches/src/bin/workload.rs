@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use ctrlkit_benches::floor::{CycleFloor, cycle_floor, handoff_floor, timer_floor};
-use ctrlkit_benches::sched::{SchedTotals, measure};
+use ctrlkit_benches::sched::{SchedTotals, measure, stamp_machine_load};
 use ctrlkit_benches::stats::{Distribution, median};
 use ctrlkit_benches::workloads::{
     PRODUCER_YIELD_EVERY, Pacing, delayed, keyed_throughput, latency, random_delays,
@@ -114,17 +114,6 @@ fn med<R>(runs: &[R], f: impl Fn(&R) -> f64) -> f64 {
     median(&runs.iter().map(f).collect::<Vec<_>>())
 }
 
-/// The 1-minute load average (Linux), so a result taken on a busy machine
-/// says so.
-fn load_average() -> Option<f64> {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
-}
-
 /// Runs `f` `runs` times; returns the results and each run's scheduler
 /// totals.
 fn repeat<R>(runs: usize, mut f: impl FnMut() -> R) -> (Vec<R>, Vec<Option<SchedTotals>>) {
@@ -154,13 +143,7 @@ fn with_sched(mut line: Value, sched: &[Option<SchedTotals>]) -> Value {
 
 /// Prints one result line, stamped with the machine's load at that moment.
 fn emit(mut line: Value) {
-    if let Some(fields) = line.as_object_mut() {
-        fields.insert("load_avg_1m".into(), json!(load_average()));
-        fields.insert(
-            "cores".into(),
-            json!(std::thread::available_parallelism().map_or(0, |n| n.get())),
-        );
-    }
+    stamp_machine_load(&mut line);
     println!("{line}");
 }
 
