@@ -7,6 +7,8 @@
 //! Deadlines are hang guards only: every check polls for convergence.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -126,19 +128,12 @@ fn rand_u64() -> u64 {
 }
 
 /// Polls `check` until it holds; panics after [`DEADLINE`].
-async fn eventually<F, Fut>(what: &str, mut check: F)
+async fn eventually<F, Fut>(what: &str, check: F)
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = bool>,
 {
-    let start = tokio::time::Instant::now();
-    loop {
-        if check().await {
-            return;
-        }
-        assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    common::eventually(what, DEADLINE, check).await;
 }
 
 fn template(app: &str) -> Value {

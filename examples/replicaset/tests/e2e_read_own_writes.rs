@@ -10,6 +10,8 @@
 //! guards only.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -40,19 +42,13 @@ fn json_of(rs: &ReplicaSet) -> serde_json::Value {
     serde_json::to_value(rs).unwrap()
 }
 
-async fn eventually<F, Fut>(what: &str, mut check: F)
+/// Polls `check` until it holds; panics after [`DEADLINE`].
+async fn eventually<F, Fut>(what: &str, check: F)
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = bool>,
 {
-    let start = tokio::time::Instant::now();
-    loop {
-        if check().await {
-            return;
-        }
-        assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    common::eventually(what, DEADLINE, check).await;
 }
 
 struct Scenario {

@@ -393,3 +393,20 @@ impl<O: ReplicaOwner> Harness<O> {
         ctrlkit_replicaset::object_key(owner)
     }
 }
+
+/// Polls `check` every 50 ms (tokio time) until it holds; panics after
+/// `deadline`.
+pub async fn eventually<F, Fut>(what: &str, deadline: std::time::Duration, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let start = tokio::time::Instant::now();
+    loop {
+        if check().await {
+            return;
+        }
+        assert!(start.elapsed() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
