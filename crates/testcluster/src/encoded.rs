@@ -1,9 +1,12 @@
-//! Objects serialized before the store's lock is taken, with a gap where
-//! the resourceVersion goes.
+//! Objects serialized with gaps in their metadata, filled in later without
+//! serializing again.
 //!
-//! Only the commit, under the lock, knows an object's resourceVersion.
-//! Serializing the whole object there made every other writer wait for
-//! it; now the commit only copies the bytes on either side of the gap.
+//! Only the commit, under the store's lock, knows an object's
+//! resourceVersion. Serializing the whole object there made every other
+//! writer wait for it; now the object is serialized before the lock is
+//! taken and the commit only copies the bytes on either side of the
+//! resourceVersion's gap. Creates from a template (see `templates`) fill
+//! the name, uid and creationTimestamp gaps the same way.
 
 use std::io::Write as _;
 
@@ -22,18 +25,35 @@ pub(crate) struct Encoded {
     slot: usize,
 }
 
-fn write_json(buf: &mut Vec<u8>, v: &impl serde::Serialize) {
+/// An object serialized with the string values of some metadata fields
+/// left out, to be filled in later without serializing again.
+#[derive(Debug)]
+pub(crate) struct Gapped {
+    /// The JSON with `""` as the value of every gap field.
+    bytes: Vec<u8>,
+    /// (offset of the `""`, index of the field in the list given to
+    /// [`Gapped::new`]), in byte order.
+    gaps: Vec<(usize, usize)>,
+}
+
+fn write_json(buf: &mut Vec<u8>, v: &(impl serde::Serialize + ?Sized)) {
     // Serializing a string or a `Value` into a Vec cannot fail.
     let _ = serde_json::to_writer(&mut *buf, v);
 }
 
-impl Encoded {
-    /// Serialize `object`, giving it an (empty) `metadata.resourceVersion`
-    /// first so that the version has its place in the key order.
-    pub(crate) fn new(object: &mut Value) -> Encoded {
-        semantics::meta_mut(object).insert("resourceVersion".into(), Value::String(String::new()));
+impl Gapped {
+    /// Serialize `object` with the metadata `fields` as gaps. A missing
+    /// field is added first so that it has its place in the key order;
+    /// whatever value a field has is not written.
+    pub(crate) fn new(object: &mut Value, fields: &[&str]) -> Gapped {
+        let meta = semantics::meta_mut(object);
+        for field in fields {
+            if !meta.contains_key(*field) {
+                meta.insert((*field).into(), Value::String(String::new()));
+            }
+        }
         let mut bytes = Vec::with_capacity(1024);
-        let mut slot = 0;
+        let mut gaps = Vec::with_capacity(fields.len());
         bytes.push(b'{');
         if let Value::Object(top) = object {
             for (i, (key, value)) in top.iter().enumerate() {
@@ -58,19 +78,50 @@ impl Encoded {
                     }
                     write_json(&mut bytes, mkey);
                     bytes.push(b':');
-                    if mkey == "resourceVersion" {
-                        bytes.push(b'"');
-                        slot = bytes.len();
-                        bytes.push(b'"');
-                    } else {
-                        write_json(&mut bytes, mvalue);
+                    match fields.iter().position(|f| f == mkey) {
+                        Some(field) => {
+                            gaps.push((bytes.len(), field));
+                            bytes.extend_from_slice(b"\"\"");
+                        }
+                        None => write_json(&mut bytes, mvalue),
                     }
                 }
                 bytes.push(b'}');
             }
         }
         bytes.push(b'}');
+        Gapped { bytes, gaps }
+    }
+
+    /// The object with gap field `i` set to `values[i]` (empty past the
+    /// end of `values`), except field `rv_field`, whose gap stays open for
+    /// the commit to write the resourceVersion into.
+    pub(crate) fn fill(&self, values: &[&str], rv_field: usize) -> Encoded {
+        let extra: usize = values.iter().map(|v| v.len() + 2).sum();
+        let mut bytes = Vec::with_capacity(self.bytes.len() + extra);
+        let mut slot = 0;
+        let mut from = 0;
+        for &(at, field) in &self.gaps {
+            bytes.extend_from_slice(&self.bytes[from..at]);
+            from = at + 2;
+            if field == rv_field {
+                bytes.push(b'"');
+                slot = bytes.len();
+                bytes.push(b'"');
+            } else {
+                write_json(&mut bytes, values.get(field).copied().unwrap_or(""));
+            }
+        }
+        bytes.extend_from_slice(&self.bytes[from..]);
         Encoded { bytes, slot }
+    }
+}
+
+impl Encoded {
+    /// Serialize `object`, giving it an (empty) `metadata.resourceVersion`
+    /// first so that the version has its place in the key order.
+    pub(crate) fn new(object: &mut Value) -> Encoded {
+        Gapped::new(object, &["resourceVersion"]).fill(&[], 0)
     }
 
     /// The watch frame `{"type":..,"object":..}\n` for this object at
@@ -105,6 +156,28 @@ mod tests {
         let parsed: Value = serde_json::from_slice(&frame).unwrap();
         assert_eq!(parsed, json!({"type": "ADDED", "object": obj}));
         assert!(frame.ends_with(b"}\n"));
+    }
+
+    #[test]
+    fn filled_gaps_read_as_serde_json_writes_the_object() {
+        let mut obj = json!({
+            "kind": "Pod",
+            "metadata": {"name": "old", "labels": {"name": "kept", "uid": "kept"}},
+            "spec": {"nodeName": "n"}
+        });
+        let fields = ["creationTimestamp", "name", "resourceVersion", "uid"];
+        let gapped = Gapped::new(&mut obj, &fields);
+        for (name, uid) in [("new\"one", "u-1"), ("b", "u-2")] {
+            let (_, object) = gapped
+                .fill(&["2026-01-02T03:04:05Z", name, "", uid], 2)
+                .frame(EventType::Added, 77);
+            let mut expected = obj.clone();
+            expected["metadata"]["creationTimestamp"] = json!("2026-01-02T03:04:05Z");
+            expected["metadata"]["name"] = json!(name);
+            expected["metadata"]["resourceVersion"] = json!("77");
+            expected["metadata"]["uid"] = json!(uid);
+            assert_eq!(&object[..], &serde_json::to_vec(&expected).unwrap()[..]);
+        }
     }
 
     #[test]

@@ -62,7 +62,7 @@ fn handle(api: &Api, event: &Event) {
         }
     }
     // A dependent went away: an owner in foreground deletion may be done.
-    for owner in &meta.owners {
+    for owner in meta.owners.iter() {
         if let Some((resource, key)) = api.store.locate_uid(&owner.uid)
             && let Some(o) = api.store.get(resource, &key)
         {

@@ -101,6 +101,7 @@ mod stats;
 mod status;
 mod store;
 mod summary;
+mod templates;
 mod watch;
 
 pub use cluster::TestCluster;

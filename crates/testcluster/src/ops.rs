@@ -12,6 +12,7 @@ use crate::resources::{NAMESPACES, PODS, RESOURCES};
 use crate::semantics::{self, Part};
 use crate::status::ApiError;
 use crate::store::{FieldOwners, Key, Store, Stored, Write};
+use crate::templates::{Probe, Template, Templates};
 
 /// Who writes and whether the write is only simulated (`dryRun=All`).
 #[derive(Debug, Clone, Copy)]
@@ -42,6 +43,8 @@ pub(crate) enum Deleted {
 #[derive(Debug)]
 pub(crate) struct Api {
     pub(crate) store: Store,
+    /// The templates of recent create bodies.
+    templates: Templates,
     /// Flipped to `true` when the cluster stops; open watches end.
     closed: tokio::sync::watch::Sender<bool>,
 }
@@ -50,6 +53,14 @@ fn name_of(v: &Value) -> &str {
     v.at(&["metadata", "name"])
         .and_then(Value::as_str)
         .unwrap_or("")
+}
+
+/// A name from `generateName`: the base cut to 58 characters, as
+/// kube-apiserver does, and a random 5-character suffix.
+fn generated_name(base: &str) -> String {
+    let mut name: String = base.chars().take(58).collect();
+    name.push_str(&semantics::random_suffix());
+    name
 }
 
 fn resource_label(resource: usize) -> String {
@@ -131,6 +142,7 @@ impl Api {
     pub(crate) fn new(history: usize) -> Self {
         Api {
             store: Store::new(history),
+            templates: Templates::new(),
             closed: tokio::sync::watch::channel(false).0,
         }
     }
@@ -186,13 +198,98 @@ impl Api {
         Ok(())
     }
 
+    /// Create an object from a request body (POST), decoded by `parse`.
+    /// A body that repeats an earlier one but for its name is created from
+    /// that one's template (see [`crate::templates`]) without decoding.
+    pub(crate) fn create_body(
+        &self,
+        resource: usize,
+        namespace: &str,
+        body: &[u8],
+        parse: fn(&[u8]) -> Result<Value, ApiError>,
+        ctx: WriteCtx<'_>,
+    ) -> Result<Arc<Stored>, ApiError> {
+        let probe = if ctx.dry_run || resource == NAMESPACES {
+            None
+        } else {
+            self.templates.probe(resource, namespace, body)
+        };
+        if let Some(probe) = &probe
+            && let Some(template) = self.templates.get(probe)
+            && let Some(created) = self.create_from(&template, probe, namespace)
+        {
+            return created;
+        }
+        self.create_inner(resource, namespace, parse(body)?, ctx, probe.as_ref())
+    }
+
     /// Create an object (POST).
     pub(crate) fn create(
         &self,
         resource: usize,
         namespace: &str,
+        body: Value,
+        ctx: WriteCtx<'_>,
+    ) -> Result<Arc<Stored>, ApiError> {
+        self.create_inner(resource, namespace, body, ctx, None)
+    }
+
+    /// Create `template`'s object under the name `probe` gives or a
+    /// generated one; `None` leaves the create to the general path, which
+    /// reports what is wrong with the name.
+    fn create_from(
+        &self,
+        template: &Template,
+        probe: &Probe<'_>,
+        namespace: &str,
+    ) -> Option<Result<Arc<Stored>, ApiError>> {
+        let resource = probe.resource;
+        let explicit = probe.name.as_deref().filter(|n| !n.is_empty());
+        let generate = template.generate.as_deref();
+        if explicit.is_none() && generate.is_none() {
+            return None;
+        }
+        if let Err(e) = self.ensure_namespace(resource, namespace) {
+            return Some(Err(e));
+        }
+        let attempts = if explicit.is_some() { 1 } else { 8 };
+        for _ in 0..attempts {
+            let name = match (explicit, generate) {
+                (Some(name), _) => name.to_string(),
+                (None, base) => generated_name(base.unwrap_or("")),
+            };
+            if !semantics::is_dns_subdomain(&name) {
+                return None;
+            }
+            let key = Self::key(resource, namespace, &name);
+            let uid = semantics::random_uid();
+            let write = template.write(&name, &uid, &semantics::now());
+            match self.store.commit(resource, &key, None, write) {
+                Ok(stored) => return Some(Ok(stored)),
+                Err(_) if explicit.is_none() => continue,
+                Err(_) => {
+                    return Some(Err(ApiError::already_exists(
+                        &resource_label(resource),
+                        &name,
+                    )));
+                }
+            }
+        }
+        Some(Err(ApiError::already_exists(
+            &resource_label(resource),
+            generate.unwrap_or(""),
+        )))
+    }
+
+    /// The general create path; with a `probe`, it also keeps the
+    /// template of what it creates.
+    fn create_inner(
+        &self,
+        resource: usize,
+        namespace: &str,
         mut body: Value,
         ctx: WriteCtx<'_>,
+        probe: Option<&Probe<'_>>,
     ) -> Result<Arc<Stored>, ApiError> {
         semantics::check_body(resource, &mut body)?;
         if RESOURCES[resource].namespaced
@@ -221,11 +318,8 @@ impl Api {
                 body.take().unwrap_or_default()
             };
             if !explicit && let Some(base) = &generate {
-                let base: String = base.chars().take(58).collect();
-                semantics::meta_mut(&mut obj).insert(
-                    "name".into(),
-                    Value::String(format!("{base}{}", semantics::random_suffix())),
-                );
+                semantics::meta_mut(&mut obj)
+                    .insert("name".into(), Value::String(generated_name(base)));
             }
             semantics::prepare_create(resource, &mut obj, namespace, semantics::random_uid());
             semantics::validate(resource, &obj)?;
@@ -237,12 +331,15 @@ impl Api {
                 }
                 return Ok(uncommitted(obj, self.store.current_rv()));
             }
-            match self.store.commit(
-                resource,
-                &key,
-                None,
-                Write::Put(obj, Arc::new(FieldOwners::new())),
-            ) {
+            let write = match probe {
+                Some(probe) => {
+                    let (template, write) = Template::new(probe, generate.clone(), &mut obj);
+                    self.templates.insert(probe, template);
+                    write
+                }
+                None => Write::Put(obj, Arc::new(FieldOwners::new())),
+            };
+            match self.store.commit(resource, &key, None, write) {
                 Ok(stored) => return Ok(stored),
                 Err(_) if !explicit => continue,
                 Err(_) => return Err(ApiError::already_exists(&resource_label(resource), &name)),

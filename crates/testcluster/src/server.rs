@@ -352,8 +352,7 @@ fn dispatch(
             ))
         }
         "create" if target.name.is_none() => {
-            let body = parse_body(body)?;
-            let stored = api.create(resource, ns, body, ctx)?;
+            let stored = api.create_body(resource, ns, body, parse_body, ctx)?;
             Ok(stored_response(StatusCode::CREATED, &stored))
         }
         "create" => Err(ApiError::new(

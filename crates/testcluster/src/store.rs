@@ -100,6 +100,9 @@ pub(crate) struct Event {
 pub(crate) enum Write {
     /// Create or replace with this object and field ownership.
     Put(Value, Arc<FieldOwners>),
+    /// [`Write::Put`] of an object already serialized (its summary, its
+    /// JSON with the resourceVersion left out).
+    PutEncoded(Summary, Encoded, Arc<FieldOwners>),
     /// Remove the object; the DELETED event carries this final state.
     Delete(Value),
 }
@@ -272,15 +275,15 @@ impl Store {
         expected: Option<u64>,
         write: Write,
     ) -> Result<Arc<Stored>, Stale> {
-        let (mut value, put_owners) = match write {
-            Write::Put(value, owners) => (value, Some(owners)),
-            Write::Delete(last) => (last, None),
-        };
         // Work that does not need the lock happens outside it: the summary
         // and the serialization here, freeing evicted history after.
-        let summary = Summary::of(&value);
-        let encoded = Encoded::new(&mut value);
-        drop(value);
+        let (summary, encoded, put_owners) = match write {
+            Write::Put(mut value, owners) => {
+                (Summary::of(&value), Encoded::new(&mut value), Some(owners))
+            }
+            Write::PutEncoded(summary, encoded, owners) => (summary, encoded, Some(owners)),
+            Write::Delete(mut last) => (Summary::of(&last), Encoded::new(&mut last), None),
+        };
         let mut evicted = Vec::new();
         let stored = {
             let mut guard = self.inner.lock();
@@ -375,7 +378,7 @@ impl Inner {
     ) {
         let slot = (resource, key.clone());
         if let Some(old) = old {
-            for owner in &old.summary.owners {
+            for owner in old.summary.owners.iter() {
                 if let Some(set) = self.dependents.get_mut(&*owner.uid) {
                     set.remove(&slot);
                     if set.is_empty() {
@@ -388,7 +391,7 @@ impl Inner {
             }
         }
         if kind != EventType::Deleted {
-            for owner in &new.summary.owners {
+            for owner in new.summary.owners.iter() {
                 self.dependents
                     .entry(owner.uid.to_string())
                     .or_default()

@@ -7,6 +7,8 @@
 //! faults, the allocator growing its heap) a large part of each create.
 //! Writes, which need the whole object, parse the JSON again.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use crate::json::At;
@@ -28,10 +30,12 @@ pub(crate) struct Summary {
     pub(crate) namespace: Box<str>,
     pub(crate) name: Box<str>,
     pub(crate) uid: Box<str>,
+    // The lists are shared: objects created from one template (see
+    // `templates`) have the same ones.
     /// Sorted by key.
-    labels: Box<[(Box<str>, Box<str>)]>,
-    pub(crate) owners: Box<[OwnerRef]>,
-    finalizers: Box<[Box<str>]>,
+    labels: Arc<[(Box<str>, Box<str>)]>,
+    pub(crate) owners: Arc<[OwnerRef]>,
+    finalizers: Arc<[Box<str>]>,
     /// `metadata.deletionTimestamp` is set.
     pub(crate) terminating: bool,
     node_name: Option<Box<str>>,
@@ -86,6 +90,16 @@ impl Summary {
             terminating: object.at(&["metadata", "deletionTimestamp"]).is_some(),
             node_name: str_at(object, &["spec", "nodeName"]).map(Box::from),
             phase: str_at(object, &["status", "phase"]).map(Box::from),
+        }
+    }
+
+    /// The summary of a copy of this summary's object with another name
+    /// and uid.
+    pub(crate) fn renamed(&self, name: &str, uid: &str) -> Summary {
+        Summary {
+            name: name.into(),
+            uid: uid.into(),
+            ..self.clone()
         }
     }
 
