@@ -3,7 +3,8 @@
 //! `cargo bench -p ctrlkit-testcluster --bench throughput`
 //! (`... --bench throughput -- WORD...` runs only the phase groups whose
 //! name contains a WORD: `inproc_creates`, `inproc_watch` (raw creates,
-//! watches and list, after the in-process creates), `external_creates`).
+//! watches and list, after the in-process creates), `external_creates`,
+//! `echo_floor`).
 //!
 //! Every line carries the CPU seconds of its phase, so figures from a
 //! shared machine can be judged by rate per CPU-second too.
@@ -13,7 +14,10 @@
 //!   a test, so the figures are end to end and include kube-client's own
 //!   serialization;
 //! - external: the `testcluster` binary serves in its own process and this
-//!   process is only the client, so the server's CPU is counted apart.
+//!   process is only the client, so the server's CPU is counted apart;
+//!   `echo_floor` runs the same creates against a server that does no
+//!   work (this binary, as an echo server), for the floor set by the
+//!   client, the HTTP stack and the kernel.
 //!
 //! The create tasks clone one `Pod` template and set the name, as a
 //! controller does; building each `Pod` from a `json!` literal (as the
@@ -366,6 +370,7 @@ struct External {
 }
 
 impl External {
+    /// The `testcluster` binary.
     fn start() -> External {
         let dir = tempfile::tempdir().unwrap();
         let kubeconfig = dir.path().join("kubeconfig");
@@ -373,11 +378,24 @@ impl External {
         // compare two versions with the same client).
         let bin = std::env::var_os("CTRLKIT_TESTCLUSTER_BIN")
             .unwrap_or_else(|| env!("CARGO_BIN_EXE_testcluster").into());
-        let mut child = std::process::Command::new(bin)
+        let mut command = std::process::Command::new(bin);
+        command
             .arg("--kubeconfig-out")
             .arg(&kubeconfig)
             .args(["--no-kubelet", "--watch-history", &(4 * PODS).to_string()])
-            .env("RUST_LOG", "warn")
+            .env("RUST_LOG", "warn");
+        External::spawn(command, dir)
+    }
+
+    /// This bench binary as an [`echo_server`].
+    fn echo() -> External {
+        let mut command = std::process::Command::new(std::env::current_exe().unwrap());
+        command.env(ECHO_SERVER, "1");
+        External::spawn(command, tempfile::tempdir().unwrap())
+    }
+
+    fn spawn(mut command: std::process::Command, dir: tempfile::TempDir) -> External {
+        let mut child = command
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::inherit())
             .spawn()
@@ -419,6 +437,43 @@ impl Drop for External {
     }
 }
 
+/// Set in the environment of this bench binary to make it an
+/// [`echo_server`] instead.
+const ECHO_SERVER: &str = "CTRLKIT_BENCH_ECHO_SERVER";
+
+/// The cheapest server kube-client can create pods against: one HTTP
+/// server on the same stack as the test cluster's (axum, hyper, tokio)
+/// that answers a create with its own request body (with a uid, which the
+/// bench reads from the ReplicaSet) and a list with an empty one. What the
+/// test cluster costs beyond it is its own work.
+fn echo_server() {
+    use axum::body::Bytes;
+    use axum::http::{StatusCode, Uri, header};
+    use axum::response::{IntoResponse, Response};
+
+    async fn create(uri: Uri, body: Bytes) -> Response {
+        let json = [(header::CONTENT_TYPE, "application/json")];
+        if uri.path().ends_with("/pods") {
+            return (StatusCode::CREATED, json, body).into_response();
+        }
+        let mut object: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        object["metadata"]["uid"] = json!("00000000-0000-4000-8000-000000000000");
+        (StatusCode::CREATED, json, object.to_string()).into_response()
+    }
+    async fn list() -> Response {
+        let empty =
+            r#"{"apiVersion":"v1","kind":"List","metadata":{"resourceVersion":"1"},"items":[]}"#;
+        ([(header::CONTENT_TYPE, "application/json")], empty).into_response()
+    }
+
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        println!("ready http://{}", listener.local_addr().unwrap());
+        let app = axum::Router::new().fallback(axum::routing::post(create).get(list));
+        axum::serve(listener, app).await.unwrap();
+    });
+}
+
 /// Creates against the `testcluster` binary in a child process: into an
 /// empty store, then with `PODS` pods stored, for each client setup.
 async fn external_creates() {
@@ -449,6 +504,27 @@ async fn external_creates() {
         json!({"bench": "memory_per_stored_pod", "setup": "external", "rss_bytes_per_pod": rss / stored as u64,
                "note": "server process RSS over the pods stored (includes a history entry per create and the idle process)"})
     );
+}
+
+/// The same creates against an [`echo_server`], for the floor any server
+/// on this machine and stack has: the client's work and the kernel's.
+async fn echo_floor() {
+    let server = External::echo();
+    let client = new_client(&server.url);
+    for round in 0..2 {
+        let ns = format!("echo-{round}");
+        namespace(&client, &ns).await;
+        let phase = Phase::start(Some(server.child.id()));
+        create_pods(&client, &server.url, Clients::Shared, &ns, "e").await;
+        create_line(
+            "create_pods",
+            "echo_server",
+            Clients::Shared,
+            0,
+            "none",
+            phase.end(),
+        );
+    }
 }
 
 async fn in_process(sel: &Selection) {
@@ -593,6 +669,9 @@ async fn in_process(sel: &Selection) {
 }
 
 fn main() {
+    if std::env::var_os(ECHO_SERVER).is_some() {
+        return echo_server();
+    }
     let sel = Selection::from_args();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -606,6 +685,9 @@ fn main() {
         // client CPU per create.
         if sel.wants("external_creates") {
             external_creates().await;
+        }
+        if sel.wants("echo_floor") {
+            echo_floor().await;
         }
         if sel.wants("inproc_creates") || sel.wants("inproc_watch") {
             in_process(&sel).await;
