@@ -39,6 +39,11 @@ const RESOURCE_VERSION: usize = 2;
 /// has a handful of templates, a test a few hundred bodies at most).
 const CAPACITY: usize = 256;
 
+/// Largest body kept as a template: the cache holds its bodies, so its
+/// memory stays bounded (about 32 MiB at most) whatever tests create;
+/// larger bodies take the general path every time.
+const MAX_BODY: usize = 64 * 1024;
+
 /// A request body split around the value of its `metadata.name`.
 #[derive(Debug)]
 pub(crate) struct Probe<'a> {
@@ -150,15 +155,18 @@ impl Templates {
         }
     }
 
-    /// Split `body` around its name; `None` when it is not a JSON object
-    /// with plain (unescaped) keys, or its metadata or name has a type the
-    /// general path rejects.
+    /// Split `body` around its name; `None` when it is larger than
+    /// [`MAX_BODY`], not a JSON object with plain (unescaped) keys, or its
+    /// metadata or name has a type the general path rejects.
     pub(crate) fn probe<'a>(
         &self,
         resource: usize,
         namespace: &'a str,
         body: &'a [u8],
     ) -> Option<Probe<'a>> {
+        if body.len() > MAX_BODY {
+            return None;
+        }
         let top: Top<'a> = serde_json::from_slice(body).ok()?;
         let mut split = None;
         if let Some(raw) = top.metadata.and_then(|m| m.name) {

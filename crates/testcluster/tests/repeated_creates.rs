@@ -177,6 +177,33 @@ async fn repeated_generate_name_bodies_get_distinct_names() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repeated_large_bodies_make_the_same_objects() {
+    // Bodies past the template size bound take the general path each time.
+    let cluster = start().await;
+    let client = cluster.client();
+    let big = "x".repeat(100 * 1024);
+    let body = |name: &str| {
+        json!({"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": name, "annotations": {"big": big}},
+               "spec": {"containers": [{"name": "c", "image": "nginx"}]}})
+        .to_string()
+    };
+    let path = "/api/v1/namespaces/default/pods";
+    for name in ["big-0", "big-1"] {
+        post(&client, path, &body(name)).await.unwrap();
+    }
+    let first = get(&client, &format!("{path}/big-0")).await;
+    let second = get(&client, &format!("{path}/big-1")).await;
+    assert_eq!(second["metadata"]["name"], "big-1");
+    assert_eq!(
+        second["metadata"]["annotations"]["big"].as_str(),
+        Some(big.as_str())
+    );
+    assert_ne!(first["metadata"]["uid"], second["metadata"]["uid"]);
+    assert_eq!(without_identity(first), without_identity(second));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_repeated_body_still_has_its_name_checked() {
     let cluster = start().await;
     let client = cluster.client();
