@@ -19,6 +19,10 @@
 //!   work (this binary, as an echo server), for the floor set by the
 //!   client, the HTTP stack and the kernel.
 //!
+//! Most create phases send bodies alike but for the name, which the
+//! server creates from the first one's result; one phase per setup sends
+//! bodies that each differ (`"bodies": "distinct"`), for the general path.
+//!
 //! The create tasks clone one `Pod` template and set the name, as a
 //! controller does; building each `Pod` from a `json!` literal (as the
 //! first version of this bench did) adds client work that is neither
@@ -105,12 +109,39 @@ impl Clients {
     }
 }
 
+/// What the create request bodies share.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Bodies {
+    /// One template, bodies alike but for the name: a controller's pods.
+    /// The server creates all but the first from the first's result.
+    Template,
+    /// Each body also carries an annotation of its own, so every create
+    /// takes the server's general path (parse, default, validate,
+    /// serialize).
+    Distinct,
+}
+
+impl Bodies {
+    fn label(self) -> &'static str {
+        match self {
+            Bodies::Template => "template",
+            Bodies::Distinct => "distinct",
+        }
+    }
+}
+
 fn new_client(base_url: &str) -> Client {
     Client::try_from(kube::Config::new(base_url.parse().unwrap())).unwrap()
 }
 
 /// Create `PODS` pods named `{prefix}-{i}` in `ns` from `TASKS` tasks.
-async fn create_pods(client: &Client, base_url: &str, clients: Clients, ns: &str, prefix: &str) {
+async fn create_pods(
+    client: &Client,
+    base_url: &str,
+    (clients, bodies): (Clients, Bodies),
+    ns: &str,
+    prefix: &str,
+) {
     // The pods are owned by a real ReplicaSet, so the garbage collector
     // leaves them alone (it deletes pods whose owners do not exist).
     let rs: ReplicaSet = serde_json::from_value(json!({
@@ -138,6 +169,10 @@ async fn create_pods(client: &Client, base_url: &str, clients: Clients, ns: &str
             for i in (t..PODS).step_by(TASKS) {
                 let mut pod = template.clone();
                 pod.metadata.name = Some(format!("{prefix}-{i}"));
+                if bodies == Bodies::Distinct {
+                    pod.metadata.annotations =
+                        Some([("bench/index".to_string(), i.to_string())].into());
+                }
                 api.create(&PostParams::default(), &pod).await.unwrap();
             }
         }));
@@ -258,12 +293,13 @@ fn round2(x: f64) -> f64 {
 fn create_line(
     bench: &str,
     setup: &str,
-    clients: Clients,
+    (clients, bodies): (Clients, Bodies),
     stored: usize,
     watchers: &str,
     (wall, cpu, server): (f64, f64, Option<f64>),
 ) {
-    let mut line = json!({"bench": bench, "setup": setup, "clients": clients.label(), "tasks": TASKS,
+    let mut line = json!({"bench": bench, "setup": setup, "clients": clients.label(),
+        "bodies": bodies.label(), "tasks": TASKS,
         "pods": PODS, "stored_before": stored, "watchers": watchers,
         "creates_per_sec": (PODS as f64 / wall).round()});
     match server {
@@ -318,7 +354,7 @@ async fn create_with_watchers(
         }));
     }
     let phase = Phase::start(None);
-    create_pods(client, url, Clients::Shared, ns, prefix).await;
+    create_pods(client, url, (Clients::Shared, Bodies::Template), ns, prefix).await;
     let creates = phase.end();
     for w in watchers {
         tokio::time::timeout(Duration::from_secs(300), w)
@@ -331,7 +367,7 @@ async fn create_with_watchers(
     create_line(
         "create_pods",
         "in_process",
-        Clients::Shared,
+        (Clients::Shared, Bodies::Template),
         stored,
         &format!("{WATCHERS} {kind}"),
         creates,
@@ -486,11 +522,11 @@ async fn external_creates() {
             let ns = format!("ext-{i}-{round}");
             namespace(&client, &ns).await;
             let phase = Phase::start(pid);
-            create_pods(&client, &server.url, clients, &ns, "e").await;
+            create_pods(&client, &server.url, (clients, Bodies::Template), &ns, "e").await;
             create_line(
                 "create_pods",
                 "external",
-                clients,
+                (clients, Bodies::Template),
                 stored,
                 "none",
                 phase.end(),
@@ -499,6 +535,20 @@ async fn external_creates() {
         }
     }
     let (rss, _) = proc_usage(&server.child.id().to_string());
+    // Measured after the RSS: the annotations make these pods larger.
+    let ns = "ext-distinct";
+    namespace(&client, ns).await;
+    let phase = Phase::start(pid);
+    let setup = (Clients::Shared, Bodies::Distinct);
+    create_pods(&client, &server.url, setup, ns, "e").await;
+    create_line(
+        "create_pods",
+        "external",
+        setup,
+        stored,
+        "none",
+        phase.end(),
+    );
     println!(
         "{}",
         json!({"bench": "memory_per_stored_pod", "setup": "external", "rss_bytes_per_pod": rss / stored as u64,
@@ -515,11 +565,18 @@ async fn echo_floor() {
         let ns = format!("echo-{round}");
         namespace(&client, &ns).await;
         let phase = Phase::start(Some(server.child.id()));
-        create_pods(&client, &server.url, Clients::Shared, &ns, "e").await;
+        create_pods(
+            &client,
+            &server.url,
+            (Clients::Shared, Bodies::Template),
+            &ns,
+            "e",
+        )
+        .await;
         create_line(
             "create_pods",
             "echo_server",
-            Clients::Shared,
+            (Clients::Shared, Bodies::Template),
             0,
             "none",
             phase.end(),
@@ -538,11 +595,18 @@ async fn in_process(sel: &Selection) {
     // 1. Creates into an empty store.
     let rss_before = rss_bytes();
     let phase = Phase::start(None);
-    create_pods(&client, &url, Clients::Shared, "bench-a", "p").await;
+    create_pods(
+        &client,
+        &url,
+        (Clients::Shared, Bodies::Template),
+        "bench-a",
+        "p",
+    )
+    .await;
     create_line(
         "create_pods",
         "in_process",
-        Clients::Shared,
+        (Clients::Shared, Bodies::Template),
         0,
         "none",
         phase.end(),
@@ -561,17 +625,31 @@ async fn in_process(sel: &Selection) {
         let ns = format!("bench-b{i}");
         namespace(&client, &ns).await;
         let phase = Phase::start(None);
-        create_pods(&client, &url, clients, &ns, "q").await;
+        create_pods(&client, &url, (clients, Bodies::Template), &ns, "q").await;
         create_line(
             "create_pods",
             "in_process",
-            clients,
+            (clients, Bodies::Template),
             stored,
             "none",
             phase.end(),
         );
         stored += PODS;
     }
+    // The general path: every body different.
+    namespace(&client, "bench-distinct").await;
+    let phase = Phase::start(None);
+    let setup = (Clients::Shared, Bodies::Distinct);
+    create_pods(&client, &url, setup, "bench-distinct", "d").await;
+    create_line(
+        "create_pods",
+        "in_process",
+        setup,
+        stored,
+        "none",
+        phase.end(),
+    );
+    stored += PODS;
     if !sel.wants("inproc_watch") {
         cluster.shutdown().await;
         return;
@@ -584,7 +662,7 @@ async fn in_process(sel: &Selection) {
     create_line(
         "create_pods_raw_http",
         "in_process",
-        Clients::Shared,
+        (Clients::Shared, Bodies::Template),
         stored,
         "none",
         phase.end(),
