@@ -42,7 +42,7 @@ const CAPACITY: usize = 256;
 /// Largest body kept as a template: the cache holds its bodies, so its
 /// memory stays bounded (about 32 MiB at most) whatever tests create;
 /// larger bodies take the general path every time.
-const MAX_BODY: usize = 64 * 1024;
+const MAX_TEMPLATE_BODY: usize = 64 * 1024;
 
 /// A request body split around the value of its `metadata.name`.
 #[derive(Debug)]
@@ -156,7 +156,7 @@ impl Templates {
     }
 
     /// Split `body` around its name; `None` when it is larger than
-    /// [`MAX_BODY`], not a JSON object with plain (unescaped) keys, or its
+    /// [`MAX_TEMPLATE_BODY`], not a JSON object with plain (unescaped) keys, or its
     /// metadata or name has a type the general path rejects.
     pub(crate) fn probe<'a>(
         &self,
@@ -164,7 +164,7 @@ impl Templates {
         namespace: &'a str,
         body: &'a [u8],
     ) -> Option<Probe<'a>> {
-        if body.len() > MAX_BODY {
+        if body.len() > MAX_TEMPLATE_BODY {
             return None;
         }
         let top: Top<'a> = serde_json::from_slice(body).ok()?;
