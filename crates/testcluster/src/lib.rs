@@ -84,6 +84,7 @@
 
 mod cluster;
 mod config;
+pub mod crd;
 mod discovery;
 mod encoded;
 mod error;
