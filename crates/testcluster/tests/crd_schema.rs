@@ -1,5 +1,6 @@
 //! A custom object goes through a CRD schema as through kube-apiserver:
 //! defaults, then pruning, then validation with kube-apiserver's 422 body.
+#![allow(clippy::unwrap_used)]
 
 use ctrlkit_testcluster::crd::Schema;
 use ctrlkit_testcluster::crd::field::invalid_status;

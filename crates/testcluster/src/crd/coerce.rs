@@ -56,6 +56,13 @@ impl Schema {
         coerce_meta(obj, Some(&self.root), true, "", &mut pruned);
         pruned
     }
+
+    /// Prunes `value` against this schema alone, as a value rather than a
+    /// whole object (no implicit `apiVersion`/`kind`/`metadata` at the
+    /// root); used to check that defaults are pruned.
+    pub(crate) fn prune_value(&self, value: &mut Value) {
+        prune(value, Some(&self.root), "", &mut Vec::new());
+    }
 }
 
 fn is_non_nullable_null(v: &Value, s: &Node) -> bool {

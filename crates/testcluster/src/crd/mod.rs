@@ -1,6 +1,10 @@
 //! CustomResourceDefinition support (apiextensions.k8s.io/v1), independent
 //! of the server: everything works on `serde_json::Value` objects.
 //!
+//! - [`CustomResourceDefinition::from_value`]: defaults, validates and
+//!   parses a CRD as kube-apiserver does on create
+//!   ([`validate_crd_update`] for updates); rejections become the `422`
+//!   body of [`invalid_crd_status`].
 //! - [`Schema`]: a compiled `openAPIV3Schema` that defaults, prunes and
 //!   validates custom objects as kube-apiserver does ([`Schema::admit`]).
 //! - [`field`]: kube-apiserver's field errors and the `422 Invalid` `Status`
@@ -11,10 +15,17 @@
 //! rejection sees what a real cluster answers.
 
 mod coerce;
+mod definition;
 pub mod field;
 mod formats;
 pub mod names;
 mod schema;
+mod structural;
 mod validate;
 
+pub use definition::{
+    CRD_GROUP, CRD_KIND, CustomResourceDefinition, Names, PrinterColumn, Scale, Scope,
+    Subresources, Version, apply_crd_defaults, invalid_crd_status, validate_crd,
+    validate_crd_update,
+};
 pub use schema::{Schema, SchemaError};

@@ -31,6 +31,14 @@ impl Schema {
         validate_list_types(&self.root, &FieldPath::default(), obj, &mut errs);
         errs
     }
+
+    /// kube-openapi's validation of `value` against this schema alone
+    /// (errors on the value itself have the field `<nil>`).
+    pub(crate) fn validate_value(&self, value: &Value) -> Vec<FieldError> {
+        let mut errs = Vec::new();
+        validate_node(&self.root, "", value, &mut errs);
+        errs
+    }
 }
 
 /// kube-openapi's error name (`.spec`, `spec.x`) as a field path.
