@@ -94,6 +94,7 @@ mod json;
 pub mod kubelet;
 mod ops;
 mod patch;
+pub mod protobuf;
 pub mod rbac;
 mod resources;
 mod selectors;
