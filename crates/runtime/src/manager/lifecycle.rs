@@ -31,6 +31,9 @@ use super::status::ManagerStatus;
 
 /// How often warm-up asks runnables whether their own caches synced.
 const SYNC_POLL: Duration = Duration::from_millis(100);
+/// How long aborted runnables get to be dropped before the manager
+/// returns without them.
+const ABORT_WAIT: Duration = Duration::from_secs(1);
 
 /// upstream's `leader_election_master_status{name}` gauge.
 type LeaderGauge = Family<Vec<(String, String)>, Gauge>;
@@ -327,9 +330,9 @@ impl Lifecycle<'_> {
         runnables: Vec<Box<dyn Runnable>>,
         shutdown: CancellationToken,
     ) -> Result<(), ManagerError> {
-        if !self.warm_up(&runnables, &shutdown).await? {
+        let Some(runnables) = self.warm_up(runnables, &shutdown).await? else {
             return Ok(());
-        }
+        };
         let (elected, others): (Vec<_>, Vec<_>) = runnables
             .into_iter()
             .partition(|r| self.config.leader_election.is_some() && r.needs_leader_election());
@@ -363,7 +366,7 @@ impl Lifecycle<'_> {
             Ok(stop) => stop,
             Err(lost) => {
                 // Another replica may already be acting: no drain.
-                self.lost();
+                self.lost().await;
                 return Err(lost);
             }
         };
@@ -371,31 +374,36 @@ impl Lifecycle<'_> {
     }
 
     /// Starts the informers and waits for every cache (the factory's and
-    /// the runnables' own). `Ok(false)` if shutdown came first.
+    /// the runnables' own). `Ok(None)` if shutdown came first.
+    ///
+    /// Takes the runnables by value: a `&dyn Runnable` held across an
+    /// await would require runnables to be `Sync`.
     async fn warm_up(
         &self,
-        runnables: &[Box<dyn Runnable>],
+        runnables: Vec<Box<dyn Runnable>>,
         shutdown: &CancellationToken,
-    ) -> Result<bool, ManagerError> {
+    ) -> Result<Option<Vec<Box<dyn Runnable>>>, ManagerError> {
         self.factory.start();
         tracing::info!(manager = %self.config.name, "waiting for informer caches to sync");
         tokio::select! {
-            _ = shutdown.cancelled() => return Ok(false),
+            _ = shutdown.cancelled() => return Ok(None),
             synced = self.factory.wait_for_cache_sync() => synced.map_err(ManagerError::CacheSync)?,
         }
-        while let Some(waiting) = runnables.iter().find(|r| !r.has_synced()) {
-            tracing::debug!(
-                runnable = waiting.name(),
-                "waiting for the runnable's caches"
-            );
+        loop {
+            let waiting = runnables
+                .iter()
+                .find(|r| !r.has_synced())
+                .map(|r| r.name().to_owned());
+            let Some(waiting) = waiting else { break };
+            tracing::debug!(runnable = %waiting, "waiting for the runnable's caches");
             tokio::select! {
-                _ = shutdown.cancelled() => return Ok(false),
+                _ = shutdown.cancelled() => return Ok(None),
                 _ = tokio::time::sleep(SYNC_POLL) => {}
             }
         }
         tracing::info!(manager = %self.config.name, "informer caches synced");
         self.status.set_warm();
-        Ok(true)
+        Ok(Some(runnables))
     }
 
     /// Stand-by until the lease is won, then runs the leader-elected
@@ -485,14 +493,14 @@ impl Lifecycle<'_> {
             tokio::select! {
                 // Leadership must outlive the drain: in-flight work may write.
                 lost = &mut *hold, if leading && elector.is_some() => {
-                    self.lost();
+                    self.lost().await;
                     return Err(lost);
                 }
                 _ = tokio::time::sleep_until(deadline) => {
                     let mut pending: Vec<_> = self.names.values().cloned().collect();
                     pending.sort();
                     tracing::error!(?pending, grace_period_secs = grace_period.as_secs(), "runnables did not stop within the grace period; aborting them");
-                    self.abort();
+                    self.abort().await;
                     first_error = Some(ManagerError::ShutdownTimeout { grace_period, pending });
                     break;
                 }
@@ -556,19 +564,39 @@ impl Lifecycle<'_> {
         }
     }
 
-    /// Stops every runnable now, without waiting: cancellation for those
-    /// that look, abortion at their next await for the rest.
-    fn abort(&mut self) {
+    /// Stops every runnable now, without a drain: closes the fence, aborts
+    /// the tasks and waits (briefly) until they are gone, so nothing of
+    /// theirs runs once the manager returns. An aborted task stops at its
+    /// next await; one stuck in blocking code cannot be stopped and is
+    /// left behind after [`ABORT_WAIT`].
+    async fn abort(&mut self) {
         if let Some(driver) = &self.driver {
             driver.stop();
         }
         self.runnables_stop.cancel();
         self.tasks.abort_all();
+        let gone = async {
+            while let Some(joined) = self.tasks.join_next_with_id().await {
+                let id = match &joined {
+                    Ok((id, _)) => *id,
+                    Err(error) => error.id(),
+                };
+                self.names.remove(&id);
+            }
+        };
+        if tokio::time::timeout(ABORT_WAIT, gone).await.is_err() {
+            let mut stuck: Vec<_> = self.names.values().cloned().collect();
+            stuck.sort();
+            tracing::error!(
+                ?stuck,
+                "runnables did not stop when aborted (blocking code?)"
+            );
+        }
     }
 
     /// Leadership ended under our feet: stop everything at once.
-    fn lost(&mut self) {
-        self.abort();
+    async fn lost(&mut self) {
+        self.abort().await;
         self.status.set_leading(false);
         self.set_leader_gauge(0);
     }
