@@ -16,7 +16,7 @@ use ctrlkit_runtime::manager::{
     FenceClosed, LeaderElectionConfig, LeaderFence, Manager, ManagerConfig, ManagerError,
     ManagerStatus, Readiness, exit_code,
 };
-use ctrlkit_testcluster::faults::{ErrorKind, ErrorRule, FaultConfig};
+use ctrlkit_testcluster::faults::{ErrorKind, ErrorRule, FaultConfig, Latency};
 use ctrlkit_testcluster::{TestCluster, TestClusterConfig};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
@@ -253,5 +253,27 @@ async fn a_leader_whose_lease_was_taken_stops_with_lease_lost() {
         Some("someone-else"),
         "not released"
     );
+    cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_stopping_mid_renewal_still_releases_its_lease() {
+    let cluster = cluster().await;
+    let a = Candidate::start(&cluster, elected("a"), Duration::ZERO);
+    a.wait_leading().await;
+
+    // Slow requests: a renewal (a PATCH then a GET, under
+    // kube-lease-manager's state lock) is now in flight 90% of the time,
+    // and each still lands well within the renew deadline.
+    let slow = FaultConfig::none().with_latency(Latency::Fixed(Duration::from_millis(450)));
+    cluster.faults().set_config(slow);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(a.fence.is_open(), "slow renewals still count");
+
+    tokio::time::timeout(SOON, a.stop())
+        .await
+        .expect("stopping mid-renewal must not hang the release")
+        .unwrap();
+    assert_eq!(holder(&cluster).await, None, "released");
     cluster.shutdown().await;
 }

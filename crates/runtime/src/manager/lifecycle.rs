@@ -333,19 +333,19 @@ impl Lifecycle<'_> {
         let Some(runnables) = self.warm_up(runnables, &shutdown).await? else {
             return Ok(());
         };
-        let (elected, others): (Vec<_>, Vec<_>) = runnables
-            .into_iter()
-            .partition(|r| self.config.leader_election.is_some() && r.needs_leader_election());
-        for runnable in others {
-            self.spawn(runnable);
-        }
-
+        // The Lease exists (or the start fails) before anything runs.
         let elector = match (self.config.leader_election.clone(), self.driver.clone()) {
             (Some(election), Some(driver)) => {
                 Some(LeaderElector::new(self.client.clone(), election, driver).await?)
             }
             _ => None,
         };
+        let (elected, others): (Vec<_>, Vec<_>) = runnables
+            .into_iter()
+            .partition(|r| elector.is_some() && r.needs_leader_election());
+        for runnable in others {
+            self.spawn(runnable);
+        }
         // One renewal loop for the whole leadership, running phase and
         // drain alike; polled only once the lease is won.
         let mut hold: BoxFuture<'_, ManagerError> = match &elector {
@@ -370,7 +370,7 @@ impl Lifecycle<'_> {
                 return Err(lost);
             }
         };
-        self.drain(elector.as_ref(), &mut hold, stop).await
+        self.drain(elector.as_ref(), hold, stop).await
     }
 
     /// Starts the informers and waits for every cache (the factory's and
@@ -470,7 +470,7 @@ impl Lifecycle<'_> {
     async fn drain(
         mut self,
         elector: Option<&LeaderElector>,
-        hold: &mut BoxFuture<'_, ManagerError>,
+        mut hold: BoxFuture<'_, ManagerError>,
         stop: Stop,
     ) -> Result<(), ManagerError> {
         self.status.set_shutting_down();
@@ -492,7 +492,7 @@ impl Lifecycle<'_> {
         loop {
             tokio::select! {
                 // Leadership must outlive the drain: in-flight work may write.
-                lost = &mut *hold, if leading && elector.is_some() => {
+                lost = &mut hold, if leading && elector.is_some() => {
                     self.lost().await;
                     return Err(lost);
                 }
@@ -514,8 +514,12 @@ impl Lifecycle<'_> {
                 },
             }
         }
+        // The renewal loop may hold kube-lease-manager's state lock while
+        // suspended mid-request: drop it before releasing, or release waits
+        // for ever.
+        drop(hold);
+        self.status.set_leading(false);
         if let Some(elector) = elector.filter(|_| leading) {
-            self.status.set_leading(false);
             self.set_leader_gauge(0);
             match elector.release().await {
                 Ok(()) => tracing::info!("released the lease"),
