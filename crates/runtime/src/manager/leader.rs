@@ -7,7 +7,7 @@ use kube_lease_manager::{LeaseManager, LeaseManagerBuilder};
 use tokio_util::sync::CancellationToken;
 
 use super::config::ConfigError;
-use super::error::ManagerError;
+use super::error::{ManagerError, error_chain};
 use super::fence::FenceDriver;
 use super::renewals::renewal_tracking_client;
 
@@ -173,7 +173,7 @@ impl LeaderElector {
                     }
                     Ok(false) => {}
                     Err(error) => {
-                        tracing::warn!(%error, lease = %self.config.lease_name, "leader election: cannot reach the lease, retrying");
+                        tracing::warn!(error = %error_chain(&error), lease = %self.config.lease_name, "leader election: cannot reach the lease, retrying");
                         tokio::select! {
                             _ = shutdown.cancelled() => return false,
                             _ = tokio::time::sleep(RETRY_AFTER_ERROR) => {}
@@ -198,7 +198,7 @@ impl LeaderElector {
                     Ok(true) => {}
                     Ok(false) => break self.lost(),
                     Err(error) => {
-                        tracing::warn!(%error, "leader election: renewal failed, retrying");
+                        tracing::warn!(error = %error_chain(&error), "leader election: renewal failed, retrying");
                         tokio::select! {
                             _ = fence.closed() => break self.renew_deadline_exceeded(),
                             _ = tokio::time::sleep(RETRY_RENEWAL) => {}

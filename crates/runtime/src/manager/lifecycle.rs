@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::args::ManagerArgs;
 use super::config::{ConfigError, ManagerConfig};
 use super::endpoints;
-use super::error::ManagerError;
+use super::error::{ManagerError, error_chain};
 use super::fence::{FenceDriver, LeaderFence};
 use super::leader::LeaderElector;
 use super::runnable::{BoxError, Runnable};
@@ -292,7 +292,9 @@ impl Manager {
         }
         match &result {
             Ok(()) => tracing::info!(manager = %config.name, "stopped"),
-            Err(error) => tracing::error!(manager = %config.name, %error, "stopped with an error"),
+            Err(error) => {
+                tracing::error!(manager = %config.name, error = %error_chain(error), "stopped with an error")
+            }
         }
         result
     }
@@ -523,7 +525,9 @@ impl Lifecycle<'_> {
             self.set_leader_gauge(0);
             match elector.release().await {
                 Ok(()) => tracing::info!("released the lease"),
-                Err(error) => tracing::warn!(%error, "could not release the lease; it will expire"),
+                Err(error) => {
+                    tracing::warn!(error = %error_chain(&error), "could not release the lease; it will expire")
+                }
             }
         } else if let Some(driver) = &self.driver {
             driver.stop();
@@ -557,7 +561,7 @@ impl Lifecycle<'_> {
             }
             Ok((id, Err(source))) => {
                 let name = self.names.remove(&id).unwrap_or_default();
-                tracing::error!(runnable = %name, error = %source, "failed");
+                tracing::error!(runnable = %name, error = %error_chain(&*source), "failed");
                 Some(ManagerError::Runnable { name, source })
             }
             Err(source) => {
