@@ -166,6 +166,14 @@ impl LeaderFence {
     }
 }
 
+impl Default for LeaderFence {
+    /// [`LeaderFence::unfenced`]: write gates built without a manager let
+    /// every write through.
+    fn default() -> Self {
+        Self::unfenced()
+    }
+}
+
 impl FenceDriver {
     /// A closed fence (stand-by) whose leader must renew at least every
     /// `renew_deadline`.
@@ -277,6 +285,7 @@ mod tests {
         let fence = LeaderFence::unfenced();
         assert!(fence.is_open());
         assert!(!fence.is_elected());
+        assert!(LeaderFence::default().is_open());
     }
 
     #[tokio::test(start_paused = true)]
