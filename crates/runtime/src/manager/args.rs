@@ -1,0 +1,359 @@
+//! The manager's command-line flags, as a clap `Args` struct binaries
+//! flatten into their own.
+
+use std::fmt;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+use super::config::ManagerConfig;
+use super::kubeconfig::KubeConfigSource;
+use super::leader::{LeaderElectionConfig, default_identity};
+use super::logging::{LogFilter, LogFormat};
+
+/// The flags every controller binary shares. Flatten it into the binary's
+/// own parser:
+///
+/// ```
+/// use clap::Parser;
+/// use ctrlkit_runtime::manager::ManagerArgs;
+///
+/// /// Keeps widgets in shape.
+/// #[derive(Debug, Parser)]
+/// struct Cli {
+///     #[command(flatten)]
+///     manager: ManagerArgs,
+///     /// Syncs run concurrently.
+///     #[arg(long, default_value_t = 5)]
+///     workers: usize,
+/// }
+///
+/// let cli = Cli::try_parse_from(["widget-controller", "--leader-elect", "--workers", "2"]).unwrap();
+/// let config = cli.manager.config("widget-controller");
+/// assert_eq!(config.leader_election.unwrap().lease_name, "widget-controller");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
+pub struct ManagerArgs {
+    /// Kubeconfig file to use. Without it: the files in $KUBECONFIG, then
+    /// ~/.kube/config, then the in-cluster service account.
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// Kubeconfig context to use instead of the current context.
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+
+    /// Watch and manage only this namespace (default: all namespaces).
+    #[arg(long, value_name = "NS")]
+    pub namespace: Option<String>,
+
+    /// Run only while holding a coordination.k8s.io Lease, so that several
+    /// replicas can run with one active. Caches are warmed before the
+    /// lease is won.
+    #[arg(long)]
+    pub leader_elect: bool,
+
+    /// Name of the Lease (default: the binary's name).
+    #[arg(long, value_name = "NAME")]
+    pub lease_name: Option<String>,
+
+    /// Namespace of the Lease. kube-system exists on every cluster; in a
+    /// Deployment pass the pod's own namespace.
+    #[arg(long, value_name = "NS", default_value = "kube-system")]
+    pub lease_namespace: String,
+
+    /// How long a lease stays valid after a renewal; a stand-by takes over
+    /// at most this long after the leader's last renewal. Whole seconds:
+    /// "15" or "15s".
+    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = parse_seconds)]
+    pub lease_duration: Duration,
+
+    /// How long the leader may go without a successful renewal before it
+    /// stops writing and exits; at least 2s and less than
+    /// --lease-duration. Whole seconds.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_seconds)]
+    pub renew_deadline: Duration,
+
+    /// Where to serve Prometheus metrics on /metrics, as IP:PORT (or :PORT
+    /// for all interfaces; port 0 picks a free port and logs it).
+    /// "0" or "" disables the endpoint.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    pub metrics_addr: ListenAddr,
+
+    /// Where to serve /healthz (liveness) and /readyz (caches synced, and
+    /// leading or a ready stand-by), same syntax as --metrics-addr; may
+    /// equal it.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8081")]
+    pub health_addr: ListenAddr,
+
+    /// Log line format on stderr.
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+
+    /// Log filter: a level (error, warn, info, debug, trace) or tracing
+    /// directives such as "info,kube=debug". Overrides RUST_LOG.
+    #[arg(long, value_name = "FILTER", env = "RUST_LOG", default_value = "info")]
+    pub log_level: LogFilter,
+
+    /// How long in-flight work may take to finish after SIGTERM or Ctrl-C;
+    /// after it the process aborts the rest and exits non-zero. Keep it
+    /// below the pod's terminationGracePeriodSeconds. Whole seconds.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_seconds)]
+    pub shutdown_grace_period: Duration,
+
+    /// With --leader-elect: whether a stand-by with synced caches reports
+    /// ready on /readyz. "true" keeps rolling updates and
+    /// PodDisruptionBudgets working (a new replica is a stand-by until the
+    /// old leader leaves); "false" when only the leader should receive
+    /// traffic.
+    #[arg(long, value_name = "BOOL", default_value_t = true, num_args = 0..=1,
+          default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub ready_when_standby: bool,
+}
+
+impl ManagerArgs {
+    /// The manager's configuration; `name` names the process in logs and
+    /// the lease when `--lease-name` is not given.
+    pub fn config(&self, name: &str) -> ManagerConfig {
+        ManagerConfig {
+            name: name.to_owned(),
+            kube: KubeConfigSource {
+                kubeconfig: self.kubeconfig.clone(),
+                context: self.context.clone(),
+            },
+            namespace: self.namespace.clone(),
+            leader_election: self.leader_elect.then(|| LeaderElectionConfig {
+                lease_name: self.lease_name.clone().unwrap_or_else(|| name.to_owned()),
+                lease_namespace: self.lease_namespace.clone(),
+                identity: default_identity(),
+                lease_duration: self.lease_duration,
+                renew_deadline: self.renew_deadline,
+            }),
+            metrics_addr: self.metrics_addr.0,
+            health_addr: self.health_addr.0,
+            shutdown_grace_period: self.shutdown_grace_period,
+            ready_when_standby: self.ready_when_standby,
+        }
+    }
+}
+
+/// A listen address: `Some` to serve there, `None` when disabled.
+///
+/// Parses `IP:PORT`, `:PORT` (all IPv4 interfaces) and `0` or the empty
+/// string (disabled).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListenAddr(pub Option<SocketAddr>);
+
+impl FromStr for ListenAddr {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let s = s.trim();
+        if s.is_empty() || s == "0" {
+            return Ok(Self(None));
+        }
+        if let Some(port) = s.strip_prefix(':') {
+            let port: u16 = port.parse().map_err(|_| {
+                format!("invalid port in '{s}': expected :PORT with PORT in 0..=65535")
+            })?;
+            return Ok(Self(Some(SocketAddr::from((Ipv4Addr::UNSPECIFIED, port)))));
+        }
+        s.parse().map(|a| Self(Some(a))).map_err(|_| {
+            format!("invalid address '{s}': expected IP:PORT (e.g. 127.0.0.1:8080 or [::1]:8080), :PORT, or 0 to disable")
+        })
+    }
+}
+
+impl fmt::Display for ListenAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(addr) => write!(f, "{addr}"),
+            None => f.write_str("0"),
+        }
+    }
+}
+
+/// A positive whole number of seconds, `"15"` or `"15s"`; the value
+/// parser of the manager's duration flags, for binaries' own duration
+/// flags too.
+pub fn parse_seconds(s: &str) -> Result<Duration, String> {
+    let digits = s.strip_suffix('s').unwrap_or(s);
+    match digits.parse::<u64>() {
+        Ok(0) => Err("must be at least 1s".into()),
+        Ok(n) => Ok(Duration::from_secs(n)),
+        Err(_) => Err(format!(
+            "'{s}' is not a whole number of seconds (e.g. 15 or 15s)"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::manager::config::ConfigError;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: ManagerArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<ManagerArgs, clap::Error> {
+        let argv = std::iter::once("test").chain(args.iter().copied());
+        Cli::try_parse_from(argv).map(|c| c.args)
+    }
+
+    #[test]
+    fn defaults_match_upstream() {
+        let args = parse(&[]).unwrap();
+        assert_eq!(args.namespace, None);
+        assert!(!args.leader_elect);
+        assert_eq!(args.lease_namespace, "kube-system");
+        assert_eq!(args.lease_duration, Duration::from_secs(15));
+        assert_eq!(args.renew_deadline, Duration::from_secs(10));
+        assert_eq!(args.shutdown_grace_period, Duration::from_secs(30));
+        assert!(args.ready_when_standby);
+        assert_eq!(args.log_format, LogFormat::Text);
+        assert_eq!(
+            args.metrics_addr,
+            ListenAddr(Some("127.0.0.1:8080".parse().unwrap()))
+        );
+        assert_eq!(
+            args.health_addr,
+            ListenAddr(Some("127.0.0.1:8081".parse().unwrap()))
+        );
+        let config = args.config("replicaset-controller");
+        assert_eq!(config.name, "replicaset-controller");
+        assert!(config.leader_election.is_none());
+        assert_eq!(config.validate(), Ok(()));
+    }
+
+    #[test]
+    fn leader_election_flags() {
+        let args = parse(&[
+            "--leader-elect",
+            "--lease-namespace",
+            "ops",
+            "--lease-duration",
+            "4",
+            "--renew-deadline",
+            "2s",
+            "--ready-when-standby=false",
+        ])
+        .unwrap();
+        let config = args.config("replicaset-controller");
+        assert!(!config.ready_when_standby);
+        let election = config.leader_election.clone().unwrap();
+        assert_eq!(election.lease_name, "replicaset-controller");
+        assert_eq!(election.lease_namespace, "ops");
+        assert_eq!(election.lease_duration, Duration::from_secs(4));
+        assert_eq!(election.renew_deadline, Duration::from_secs(2));
+        assert_eq!(config.validate(), Ok(()));
+
+        let named = parse(&["--leader-elect", "--lease-name", "mine"]).unwrap();
+        let election = named.config("bin").leader_election.unwrap();
+        assert_eq!(election.lease_name, "mine");
+    }
+
+    #[test]
+    fn cross_flag_checks_happen_in_validate() {
+        let args = parse(&[
+            "--leader-elect",
+            "--lease-duration",
+            "5",
+            "--renew-deadline",
+            "5",
+        ])
+        .unwrap();
+        let err = args.config("bin").validate().unwrap_err();
+        assert!(matches!(
+            err,
+            ConfigError::RenewDeadlineNotBelowLeaseDuration { .. }
+        ));
+        assert!(err.to_string().contains("renew deadline"), "{err}");
+        // Without --leader-elect the lease flags are not checked.
+        let args = parse(&["--lease-duration", "5", "--renew-deadline", "5"]).unwrap();
+        assert_eq!(args.config("bin").validate(), Ok(()));
+    }
+
+    #[test]
+    fn rejects_bad_values_with_clear_errors() {
+        for (flags, needle) in [
+            (&["--metrics-addr", "localhost:x"][..], "invalid address"),
+            (&["--health-addr", ":99999"][..], "invalid port"),
+            (&["--lease-duration", "1.5s"][..], "whole number of seconds"),
+            (&["--renew-deadline", "0"][..], "at least 1s"),
+            (
+                &["--shutdown-grace-period", "5m"][..],
+                "whole number of seconds",
+            ),
+            (&["--log-format", "xml"][..], "possible values: text, json"),
+            (&["--log-level", "info,a=loud"][..], "invalid log filter"),
+            (&["--ready-when-standby=maybe"][..], "invalid value"),
+        ] {
+            let err = parse(flags).unwrap_err().to_string();
+            assert!(err.contains(needle), "{flags:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn logging_and_shutdown_flags() {
+        let args = parse(&[
+            "--log-format",
+            "json",
+            "--log-level",
+            "warn,ctrlkit_runtime=debug",
+            "--shutdown-grace-period",
+            "5s",
+            "--ready-when-standby",
+        ])
+        .unwrap();
+        assert_eq!(args.log_format, LogFormat::Json);
+        assert_eq!(args.log_level.as_str(), "warn,ctrlkit_runtime=debug");
+        assert_eq!(args.shutdown_grace_period, Duration::from_secs(5));
+        assert!(args.ready_when_standby);
+        let config = args.config("bin");
+        assert_eq!(config.shutdown_grace_period, Duration::from_secs(5));
+    }
+
+    #[test]
+    fn connection_flags() {
+        let args = parse(&[
+            "--kubeconfig",
+            "/etc/kube/config",
+            "--context",
+            "prod",
+            "--namespace",
+            "team-a",
+        ])
+        .unwrap();
+        let config = args.config("bin");
+        assert_eq!(
+            config.kube.kubeconfig.as_deref(),
+            Some(std::path::Path::new("/etc/kube/config"))
+        );
+        assert_eq!(config.kube.context.as_deref(), Some("prod"));
+        assert_eq!(config.namespace.as_deref(), Some("team-a"));
+    }
+
+    #[test]
+    fn listen_addresses() {
+        assert_eq!("0".parse::<ListenAddr>(), Ok(ListenAddr(None)));
+        assert_eq!("".parse::<ListenAddr>(), Ok(ListenAddr(None)));
+        assert_eq!(
+            ":9090".parse::<ListenAddr>(),
+            Ok(ListenAddr(Some("0.0.0.0:9090".parse().unwrap())))
+        );
+        assert_eq!(
+            "[::1]:0".parse::<ListenAddr>(),
+            Ok(ListenAddr(Some("[::1]:0".parse().unwrap())))
+        );
+        assert_eq!(ListenAddr(None).to_string(), "0");
+        let disabled = parse(&["--metrics-addr", "0", "--health-addr", ""]).unwrap();
+        let config = disabled.config("bin");
+        assert_eq!((config.metrics_addr, config.health_addr), (None, None));
+    }
+}

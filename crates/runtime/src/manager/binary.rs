@@ -1,0 +1,87 @@
+//! The `main` of a controller binary in one call: logging, connection,
+//! controllers, signals, exit status.
+
+use std::process::ExitCode;
+
+use super::args::ManagerArgs;
+use super::error::{ManagerError, error_chain};
+use super::lifecycle::Manager;
+use super::logging::init_logging;
+use super::runnable::BoxError;
+use super::signals::shutdown_on_signals;
+
+/// Runs a controller binary whose flags are already parsed: installs
+/// logging (`--log-format`, `--log-level`), checks the configuration,
+/// installs the signal handlers, connects, lets `build` add controllers to
+/// the [`Manager`], runs it until SIGTERM/SIGINT, and turns the outcome
+/// into the exit status:
+///
+/// - `0` after a graceful shutdown;
+/// - `1` with the error (and its causes) on stderr: unreachable cluster,
+///   port in use, lost lease, failed controller, drain past the grace
+///   period;
+/// - `2` for an invalid configuration (as clap does for a bad flag).
+///
+/// `name` prefixes the error line and names the lease unless
+/// `--lease-name` is given.
+///
+/// ```no_run
+/// use std::process::ExitCode;
+///
+/// use clap::Parser;
+/// use ctrlkit_runtime::manager::{FnRunnable, ManagerArgs, run_main};
+///
+/// #[derive(Parser)]
+/// struct Cli {
+///     #[command(flatten)]
+///     manager: ManagerArgs,
+/// }
+///
+/// #[tokio::main]
+/// async fn main() -> ExitCode {
+///     let cli = Cli::parse();
+///     run_main("widget-controller", &cli.manager, |manager| {
+///         let client = manager.client().clone();
+///         manager.add(FnRunnable::new("widgets", move |shutdown| async move {
+///             let _ = client; // reconcile widgets until shutdown
+///             shutdown.cancelled().await;
+///             Ok::<_, std::io::Error>(())
+///         }));
+///         Ok::<_, std::io::Error>(())
+///     })
+///     .await
+/// }
+/// ```
+pub async fn run_main<B, E>(name: &str, args: &ManagerArgs, build: B) -> ExitCode
+where
+    B: FnOnce(&mut Manager) -> Result<(), E>,
+    E: Into<BoxError>,
+{
+    init_logging(args.log_format, &args.log_level);
+    let result = async {
+        let config = args.config(name);
+        config.validate()?;
+        let shutdown = shutdown_on_signals()?;
+        let mut manager = Manager::new(config).await?;
+        build(&mut manager).map_err(|e| ManagerError::Build(e.into()))?;
+        manager.run(shutdown).await
+    }
+    .await;
+    exit_code(name, result)
+}
+
+/// The exit status for a manager's outcome, printing the error (with its
+/// causes) to stderr as `"{name}: error: ..."`: `0` for `Ok`, `2` for an
+/// invalid configuration, `1` otherwise.
+pub fn exit_code(name: &str, result: Result<(), ManagerError>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("{name}: error: {}", error_chain(&error));
+            match error.is_config() {
+                true => ExitCode::from(2),
+                false => ExitCode::FAILURE,
+            }
+        }
+    }
+}

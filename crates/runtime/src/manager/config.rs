@@ -1,0 +1,160 @@
+//! What a [`Manager`](super::Manager) is configured with, and the checks
+//! on it.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use super::kubeconfig::KubeConfigSource;
+use super::leader::{LeaderElectionConfig, MIN_RENEW_DEADLINE};
+
+/// How long in-flight work may take to drain after a shutdown signal
+/// (controller-runtime's `GracefulShutdownTimeout` default). Keep the
+/// pod's `terminationGracePeriodSeconds` (30 s by default) above it.
+pub const DEFAULT_SHUTDOWN_GRACE_PERIOD: Duration = Duration::from_secs(30);
+
+/// Everything a [`Manager`](super::Manager) needs besides its runnables.
+///
+/// Binaries get one from [`ManagerArgs::config`](super::ManagerArgs::config);
+/// tests and embedders build it with [`ManagerConfig::new`] and adjust the
+/// fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManagerConfig {
+    /// The process's name, used in log lines (and as the default lease
+    /// name by [`ManagerArgs`](super::ManagerArgs)).
+    pub name: String,
+    /// How to reach the cluster (unused by
+    /// [`Manager::with_client`](super::Manager::with_client)).
+    pub kube: KubeConfigSource,
+    /// Watch and manage only this namespace; `None` for all namespaces.
+    pub namespace: Option<String>,
+    /// `Some` to run the leader-elected runnables only while holding this
+    /// lease.
+    pub leader_election: Option<LeaderElectionConfig>,
+    /// Where to serve `/metrics`; `None` disables it.
+    pub metrics_addr: Option<SocketAddr>,
+    /// Where to serve `/healthz` and `/readyz`; `None` disables them. May
+    /// equal `metrics_addr`: one server then serves all three paths.
+    pub health_addr: Option<SocketAddr>,
+    /// How long runnables may take to drain after shutdown is requested
+    /// before they are aborted and the manager fails.
+    pub shutdown_grace_period: Duration,
+    /// Whether a stand-by with warm caches answers `/readyz` with 200 (see
+    /// the [module docs](super#readiness)).
+    pub ready_when_standby: bool,
+}
+
+impl ManagerConfig {
+    /// A config named `name`: kubeconfig from the environment, all
+    /// namespaces, no leader election, no HTTP endpoints, a 30 s grace
+    /// period, stand-bys ready.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            kube: KubeConfigSource::default(),
+            namespace: None,
+            leader_election: None,
+            metrics_addr: None,
+            health_addr: None,
+            shutdown_grace_period: DEFAULT_SHUTDOWN_GRACE_PERIOD,
+            ready_when_standby: true,
+        }
+    }
+
+    /// Checks the values a user can get wrong.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.name.is_empty() {
+            return Err(ConfigError::EmptyName);
+        }
+        if self.namespace.as_deref() == Some("") {
+            return Err(ConfigError::EmptyNamespace);
+        }
+        match &self.leader_election {
+            Some(election) => election.validate(),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A configuration the manager refuses to start with. Binaries exit with
+/// status 2 on it, as for a bad flag.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// The manager's name is empty.
+    #[error("the manager name must not be empty")]
+    EmptyName,
+    /// `--namespace ""`.
+    #[error("the namespace to watch must not be empty (omit --namespace to watch all namespaces)")]
+    EmptyNamespace,
+    /// A lease duration with a fraction of a second.
+    #[error("lease durations must be whole seconds")]
+    FractionalLeaseDuration,
+    /// The renew deadline leaves no room for a retry.
+    #[error(
+        "the renew deadline ({}s) must be at least {}s: the leader renews at most once a second and needs room for a retry before it stops writing",
+        renew_deadline.as_secs(),
+        MIN_RENEW_DEADLINE.as_secs()
+    )]
+    RenewDeadlineTooShort {
+        /// The deadline asked for.
+        renew_deadline: Duration,
+    },
+    /// The renew deadline is not below the lease duration, so a stand-by
+    /// could take over while the old leader still writes.
+    #[error(
+        "the renew deadline ({}s) must be less than the lease duration ({}s)",
+        renew_deadline.as_secs(),
+        lease_duration.as_secs()
+    )]
+    RenewDeadlineNotBelowLeaseDuration {
+        /// The deadline asked for.
+        renew_deadline: Duration,
+        /// The lease duration asked for.
+        lease_duration: Duration,
+    },
+    /// An empty lease name or namespace.
+    #[error("the lease name and namespace must not be empty")]
+    EmptyLease,
+    /// An empty leader identity.
+    #[error("the leader election identity must not be empty")]
+    EmptyIdentity,
+    /// Two runnables share a name, so logs and errors could not tell them
+    /// apart.
+    #[error("two runnables are named {0:?}; give each a distinct name")]
+    DuplicateRunnable(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_safe_for_tests() {
+        let config = ManagerConfig::new("m");
+        assert_eq!(config.validate(), Ok(()));
+        assert_eq!(config.metrics_addr, None);
+        assert_eq!(config.health_addr, None);
+        assert_eq!(config.shutdown_grace_period, Duration::from_secs(30));
+        assert!(config.ready_when_standby);
+    }
+
+    #[test]
+    fn rejects_empty_names() {
+        assert_eq!(
+            ManagerConfig::new("").validate(),
+            Err(ConfigError::EmptyName)
+        );
+        let mut config = ManagerConfig::new("m");
+        config.namespace = Some(String::new());
+        assert_eq!(config.validate(), Err(ConfigError::EmptyNamespace));
+        config.namespace = None;
+        let mut election = LeaderElectionConfig::new("l", "ns");
+        election.lease_duration = Duration::from_secs(5);
+        election.renew_deadline = Duration::from_secs(5);
+        config.leader_election = Some(election);
+        let err = config.validate().unwrap_err().to_string();
+        assert!(
+            err.contains("renew deadline (5s) must be less than the lease duration (5s)"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,148 @@
+//! The HTTP endpoints a cluster expects from a controller: `/metrics` for
+//! Prometheus, `/healthz` for the liveness probe, `/readyz` for the
+//! readiness probe.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use prometheus_client::registry::Registry;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::error::ManagerError;
+use super::status::{Endpoints, ManagerStatus};
+
+/// The content type of prometheus-client's text encoding (OpenMetrics),
+/// which Prometheus scrapes natively.
+const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// A running endpoint server; it stops when its shutdown token is
+/// cancelled.
+#[derive(Debug)]
+pub(crate) struct HttpServer {
+    local_addr: SocketAddr,
+    task: JoinHandle<()>,
+}
+
+impl HttpServer {
+    /// Waits until the server has stopped (after the token is cancelled
+    /// and open connections have finished).
+    pub(crate) async fn stopped(self) {
+        let _ = self.task.await;
+    }
+}
+
+/// Binds the metrics and health servers (one server when the addresses
+/// are equal), logs the bound addresses and publishes them in `status`.
+/// Returns once every socket is bound, so a bind error (address in use, no
+/// permission) is reported before anything else starts.
+pub(crate) async fn start(
+    metrics_addr: Option<SocketAddr>,
+    health_addr: Option<SocketAddr>,
+    registry: Arc<Registry>,
+    status: &ManagerStatus,
+    stop: &CancellationToken,
+) -> Result<Vec<HttpServer>, ManagerError> {
+    let mut servers = Vec::new();
+    let mut bound = Endpoints {
+        metrics: None,
+        health: None,
+    };
+    match (metrics_addr, health_addr) {
+        (Some(m), Some(h)) if m == h => {
+            let server = serve(m, router(Some(registry), Some(status.clone())), stop).await?;
+            tracing::info!(addr = %server.local_addr, "serving /metrics, /healthz and /readyz");
+            bound.metrics = Some(server.local_addr);
+            bound.health = Some(server.local_addr);
+            servers.push(server);
+        }
+        (metrics, health) => {
+            if let Some(addr) = metrics {
+                let server = serve(addr, router(Some(registry), None), stop).await?;
+                tracing::info!(addr = %server.local_addr, "serving /metrics");
+                bound.metrics = Some(server.local_addr);
+                servers.push(server);
+            }
+            if let Some(addr) = health {
+                let server = serve(addr, router(None, Some(status.clone())), stop).await?;
+                tracing::info!(addr = %server.local_addr, "serving /healthz and /readyz");
+                bound.health = Some(server.local_addr);
+                servers.push(server);
+            }
+        }
+    }
+    status.set_endpoints(bound);
+    Ok(servers)
+}
+
+/// `/metrics` when `registry` is given; `/healthz` and `/readyz` when
+/// `status` is given.
+///
+/// - `/metrics`: every metric in the registry, OpenMetrics text.
+/// - `/healthz`: `200 ok` for as long as the process serves HTTP; it says
+///   nothing about caches or leadership, so a slow initial list or a
+///   stand-by never gets the pod restarted.
+/// - `/readyz`: `200 ok` when [`ManagerStatus::readiness`] says so, `503`
+///   with the reason otherwise.
+fn router(registry: Option<Arc<Registry>>, status: Option<ManagerStatus>) -> Router {
+    let mut router = Router::new();
+    if let Some(registry) = registry {
+        router = router.route("/metrics", get(metrics).with_state(registry));
+    }
+    if let Some(status) = status {
+        router = router
+            .route("/healthz", get(|| async { "ok" }))
+            .route("/readyz", get(ready).with_state(status));
+    }
+    router
+}
+
+async fn serve(
+    addr: SocketAddr,
+    app: Router,
+    stop: &CancellationToken,
+) -> Result<HttpServer, ManagerError> {
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|source| ManagerError::Bind { addr, source })?;
+    let local_addr = listener
+        .local_addr()
+        .map_err(|source| ManagerError::Bind { addr, source })?;
+    let stop = stop.clone();
+    let task = tokio::spawn(async move {
+        let served = axum::serve(listener, app)
+            .with_graceful_shutdown(async move { stop.cancelled().await })
+            .await;
+        if let Err(error) = served {
+            tracing::error!(%error, "HTTP endpoint server failed");
+        }
+    });
+    Ok(HttpServer { local_addr, task })
+}
+
+async fn metrics(State(registry): State<Arc<Registry>>) -> Response {
+    let mut body = String::new();
+    match prometheus_client::encoding::text::encode(&mut body, &registry) {
+        Ok(()) => ([(header::CONTENT_TYPE, OPENMETRICS)], body).into_response(),
+        Err(error) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("cannot encode metrics: {error}"),
+        )
+            .into_response(),
+    }
+}
+
+async fn ready(State(status): State<ManagerStatus>) -> Response {
+    let readiness = status.readiness();
+    let code = match readiness.is_ready() {
+        true => StatusCode::OK,
+        false => StatusCode::SERVICE_UNAVAILABLE,
+    };
+    (code, readiness.to_string()).into_response()
+}

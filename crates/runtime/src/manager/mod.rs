@@ -1,0 +1,199 @@
+//! The process around controllers: what controller-runtime's Manager does.
+//!
+//! A [`Manager`] runs several controllers — anything implementing
+//! [`Runnable`] — in one process, on one
+//! [`SharedInformerFactory`](ctrlkit_informer::SharedInformerFactory) and
+//! one Prometheus [`Registry`](prometheus_client::registry::Registry), with
+//! leader election, `/metrics` `/healthz` `/readyz`, a graceful drain, and
+//! a write fence tied to the lease. [`ManagerArgs`] holds its flags for a
+//! binary to flatten; [`run_main`] is the rest of a binary's `main`.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use std::sync::atomic::{AtomicUsize, Ordering};
+//! use std::time::Duration;
+//!
+//! use ctrlkit_runtime::manager::{FnRunnable, Manager, ManagerConfig};
+//! use tokio_util::sync::CancellationToken;
+//!
+//! // Any client will do for runnables that never call the API server.
+//! let client = kube::Client::try_from(kube::Config::new("http://127.0.0.1:1".parse()?))?;
+//! let mut manager = Manager::with_client(client, ManagerConfig::new("ticker"))?;
+//!
+//! let ticks = Arc::new(AtomicUsize::new(0));
+//! let counter = ticks.clone();
+//! manager.add(FnRunnable::new("ticker", move |shutdown: CancellationToken| async move {
+//!     let mut interval = tokio::time::interval(Duration::from_secs(1));
+//!     loop {
+//!         tokio::select! {
+//!             _ = shutdown.cancelled() => return Ok::<_, std::io::Error>(()),
+//!             _ = interval.tick() => { counter.fetch_add(1, Ordering::SeqCst); }
+//!         }
+//!     }
+//! }));
+//!
+//! let status = manager.status();
+//! let shutdown = CancellationToken::new();
+//! let running = tokio::spawn(manager.run(shutdown.clone()));
+//! tokio::time::sleep(Duration::from_millis(4500)).await; // paused time: instant
+//! assert!(status.is_ready() && status.is_leader());
+//! shutdown.cancel(); // what SIGTERM does
+//! running.await??;
+//! assert_eq!(ticks.load(Ordering::SeqCst), 5); // at 0, 1, 2, 3 and 4 s
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Lifecycle
+//!
+//! [`Manager::run`] goes through these steps, in the order a cluster
+//! operator expects:
+//!
+//! 1. serve `/metrics`, `/healthz` and `/readyz` (one server when
+//!    `--metrics-addr` equals `--health-addr`); a port in use fails here,
+//!    before anything else starts;
+//! 2. start the informer factory and wait for its caches, then for every
+//!    runnable's [`has_synced`](Runnable::has_synced). Stand-bys do this
+//!    too, so a replica that wins the lease acts at once on warm caches;
+//! 3. start the runnables that do not
+//!    [need leader election](Runnable::needs_leader_election);
+//! 4. with leader election, campaign for the Lease; once it is won, start
+//!    the leader-elected runnables (without leader election, start them all
+//!    at once);
+//! 5. run until shutdown (SIGTERM/SIGINT with [`run_until_signal`](Manager::run_until_signal)
+//!    or [`run_main`]), a runnable's error or panic, or the end of
+//!    leadership;
+//! 6. on shutdown or a runnable's error: `/readyz` turns 503, every
+//!    runnable's token is cancelled and in-flight work drains within
+//!    `--shutdown-grace-period` (30 s by default, controller-runtime's
+//!    `GracefulShutdownTimeout`) while the lease keeps being renewed;
+//!    what is still running then is aborted and the manager fails with
+//!    [`ManagerError::ShutdownTimeout`]. Then the fence closes, the lease is
+//!    released (a stand-by finds it free), the informers and the endpoints
+//!    stop;
+//! 7. on the end of leadership — another replica holds the lease
+//!    ([`ManagerError::LeaseLost`]) or no renewal succeeded within the
+//!    renew deadline ([`ManagerError::RenewDeadlineExceeded`]) — everything
+//!    stops at once, without draining or releasing: another replica may
+//!    be acting already. The process should exit non-zero and come back as
+//!    a stand-by, as controller-runtime's do.
+//!
+//! A runnable that returns `Ok(())` before shutdown just ends; the others
+//! keep running.
+//!
+//! # Leader election timing
+//!
+//! Leader election uses kube-lease-manager on a `coordination.k8s.io/v1`
+//! Lease. Upstream's three knobs map onto the flags like this:
+//!
+//! | upstream (kube-controller-manager, controller-runtime) | here | meaning |
+//! |---|---|---|
+//! | `--leader-elect-lease-duration` (15 s) | `--lease-duration` (15 s) | validity of the lease after each renewal; a stand-by takes over at most this long (plus up to 1 s of kube-lease-manager's jitter) after the leader's last renewal, by the stand-by's wall clock |
+//! | `--leader-elect-renew-deadline` (10 s) | `--renew-deadline` (10 s) | the leader stops writing ([the fence](#fencing) closes) and stops its runnables when no renewal succeeded for this long, on its monotonic clock |
+//! | `--leader-elect-retry-period` (2 s) | derived: `renew_deadline / 2`, between 1 and 2 s ([`LeaderElectionConfig::renew_interval`]) | how often the leader renews (kube-lease-manager's *grace* is `lease_duration - interval`); a failed renewal is retried every 0.5 s |
+//!
+//! Both durations are whole seconds (the Lease's `leaseDurationSeconds` is
+//! an integer); the renew deadline must be at least 2 s (one renewal a
+//! second, and room for a retry) and less than the lease duration. The
+//! difference `lease_duration - renew_deadline` is the safety margin
+//! between the old leader's fence closing and a new leader starting: it
+//! absorbs clock skew between nodes and request latency. Stand-bys sleep
+//! until the lease they saw expires, so a takeover takes up to
+//! `lease_duration` even after a release; conflicts back off 0.1–5 s.
+//!
+//! A leader exposes `leader_election_master_status{name="<lease>"}` (1
+//! leading, 0 stand-by) on `/metrics`, as client-go does.
+//!
+//! # Fencing
+//!
+//! [`Manager::fence`] returns a [`LeaderFence`]: check it right before
+//! every write (child creates, deletes and patches, status updates,
+//! events). Without leader election it is always open. With leader
+//! election it is open only while this process leads *and* less than the
+//! renew deadline has passed since the last successful renewal was sent,
+//! measured with [`tokio::time::Instant`]. kube-lease-manager does not
+//! report renewals, so the manager observes them on the wire: its Lease
+//! client records a PATCH of the Lease that sets `renewTime` and whose
+//! answer names this process as holder (timed from when the request was
+//! sent, or from the `renewTime` it carried if that is earlier).
+//!
+//! Guarantees:
+//!
+//! - the fence closes `lease_duration - renew_deadline` before any
+//!   stand-by may take the lease (up to clock skew between nodes beyond
+//!   that margin);
+//! - a paused process (`SIGSTOP`, a frozen VM) finds the fence closed on
+//!   its first check after resuming: the check reads the clock, it does not
+//!   wait for a timer or for the API server;
+//! - when the fence closes, the manager cancels and aborts every runnable
+//!   at once and fails with [`ManagerError::RenewDeadlineExceeded`].
+//!
+//! Not guaranteed: a request already past the check when the process was
+//! paused or cut off is still sent. Kubernetes has no fencing tokens, so no
+//! client can close that window entirely; the fence narrows it to requests
+//! in flight.
+//!
+//! # Readiness
+//!
+//! `/healthz` is liveness only: `200` for as long as the process serves
+//! HTTP, so a slow initial list or a long stand-by never gets the pod
+//! restarted. `/readyz` (see [`Readiness`]) answers `200` once every cache
+//! has synced and this process leads — or is a stand-by and
+//! `--ready-when-standby` is true (the default) — and `503` with the reason
+//! otherwise, and during the drain.
+//!
+//! Stand-bys count as ready by default, as in controller-runtime (whose
+//! readiness checks ignore leadership): a Deployment's rolling update
+//! waits for new pods to be ready, and a new pod stays a stand-by until the
+//! old leader leaves, so leader-only readiness would stall every rollout
+//! and count every stand-by against PodDisruptionBudgets. Set it to false
+//! when a Service should route only to the leader.
+//!
+//! # Logging
+//!
+//! [`init_logging`] (called by [`run_main`]) writes `tracing` events to
+//! stderr as text or JSON (`--log-format`). The filter is `--log-level`
+//! when given, else `RUST_LOG` when set, else `info`: a flag on the command
+//! line wins over the environment, as for any clap flag with an
+//! environment fallback, and kube-rs users' `RUST_LOG` keeps working. An
+//! invalid filter, from either, is rejected at start with exit status 2.
+//!
+//! # Cancel safety
+//!
+//! - [`Manager::run`] is not cancel-safe by design: dropping it is a crash
+//!   (runnables aborted without draining, lease not released — it
+//!   expires), as after a SIGKILL. Cancel its `shutdown` token instead.
+//! - [`ManagerStatus::endpoints`] and [`LeaderFence::closed`] are
+//!   cancel-safe.
+//! - [`Manager::new`] and [`KubeConfigSource::client`] only read files and
+//!   build a client: dropping them loses nothing.
+
+mod args;
+mod binary;
+mod config;
+mod endpoints;
+mod error;
+mod fence;
+mod kubeconfig;
+mod leader;
+mod lifecycle;
+mod logging;
+mod renewals;
+mod runnable;
+mod signals;
+mod status;
+
+pub use args::{ListenAddr, ManagerArgs, parse_seconds};
+pub use binary::{exit_code, run_main};
+pub use config::{ConfigError, DEFAULT_SHUTDOWN_GRACE_PERIOD, ManagerConfig};
+pub use error::ManagerError;
+pub use fence::{FenceClosed, FenceDriver, LeaderFence};
+pub use kubeconfig::KubeConfigSource;
+pub use leader::{LeaderElectionConfig, default_identity};
+pub use lifecycle::Manager;
+pub use logging::{LogFilter, LogFormat, init_logging};
+pub use runnable::{BoxError, FnRunnable, Runnable};
+pub use signals::shutdown_on_signals;
+pub use status::{Endpoints, ManagerStatus, Readiness};
