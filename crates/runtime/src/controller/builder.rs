@@ -512,8 +512,8 @@ impl<'a, K: Watchable> ControllerBuilder<'a, K> {
             queue,
             expectations,
             consistency,
-            synced: installed.synced,
-            stores: installed.stores,
+            synced: installed.synced.into(),
+            stores: Arc::new(installed.stores),
             settings: RunSettings {
                 workers: self.workers,
                 timeout: self.timeout,

@@ -37,6 +37,7 @@ use sources::Synced;
 pub const STALE_RECONCILE_REQUEUE: Duration = Duration::from_millis(500);
 
 /// What `run` needs beyond the queue.
+#[derive(Clone)]
 struct RunSettings {
     workers: usize,
     timeout: Option<Duration>,
@@ -74,10 +75,31 @@ pub struct Controller<K> {
     queue: WorkQueue<ObjectKey>,
     expectations: Arc<ControllerExpectations>,
     consistency: ConsistencyStore,
-    synced: Vec<Arc<dyn Synced>>,
-    stores: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
+    synced: Arc<[Arc<dyn Synced>]>,
+    stores: Arc<HashMap<TypeId, Box<dyn Any + Send + Sync>>>,
     settings: RunSettings,
     stale_skips: Arc<AtomicU64>,
+}
+
+/// Clones are handles on the same controller (same queue, caches and
+/// expectations): keep one to inspect the controller while another runs.
+/// Run a controller once; a second `run` would share the queue with the
+/// first.
+impl<K> Clone for Controller<K> {
+    fn clone(&self) -> Self {
+        Self {
+            name: Arc::clone(&self.name),
+            owner_informer: self.owner_informer.clone(),
+            owners: self.owners.clone(),
+            queue: self.queue.clone(),
+            expectations: Arc::clone(&self.expectations),
+            consistency: self.consistency.clone(),
+            synced: Arc::clone(&self.synced),
+            stores: Arc::clone(&self.stores),
+            settings: self.settings.clone(),
+            stale_skips: Arc::clone(&self.stale_skips),
+        }
+    }
 }
 
 impl<K> fmt::Debug for Controller<K> {
@@ -159,7 +181,7 @@ impl<K: Watchable> Controller<K> {
     }
 
     /// Reconciles skipped so far because a cache had not shown a write
-    /// recorded in the read-own-writes store yet.
+    /// recorded in the read-own-writes store yet (shared by all clones).
     pub fn stale_reconcile_skips(&self) -> u64 {
         self.stale_skips.load(Ordering::Relaxed)
     }
