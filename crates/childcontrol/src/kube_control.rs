@@ -240,6 +240,10 @@ impl<C: ChildResource> KubeChildControl<C> {
     ///
     /// # Errors
     /// As [`ChildControl::create`].
+    ///
+    /// # Cancel safety
+    /// As for the trait's methods: dropping the future after the request
+    /// went out does not undo the create.
     pub async fn create_owned(
         &self,
         namespace: &str,
@@ -301,6 +305,10 @@ impl<C: ChildResource> KubeChildControl<C> {
     ///
     /// # Errors
     /// As [`ChildControl::patch`].
+    ///
+    /// # Cancel safety
+    /// As for the trait's methods: dropping the future after the request
+    /// went out does not undo the patch.
     pub async fn patch_with<P: Serialize + Debug>(
         &self,
         namespace: &str,
