@@ -340,3 +340,22 @@ async fn a_cluster_scoped_owner_controls_children_in_any_namespace() {
     );
     assert_eq!(drain(controller.queue()), [key("", "tenant")]);
 }
+
+#[tokio::test]
+async fn child_resyncs_are_low_priority_and_transforms_apply_to_children() {
+    let f = fixture(Owns::new().transform(|p: &mut Pod| p.spec = None));
+    let (a, b) = (app("a", "ua"), app("b", "ub"));
+    list(&f.apps, vec![a.clone(), b.clone()]);
+    let mut with_spec = pod_of("pa", &a, "2");
+    with_spec.spec = Some(Default::default());
+    list(&f.pods, vec![with_spec, pod_of("pb", &b, "3")]);
+    assert!(
+        f.pods.store().get("ns", "pa").unwrap().spec.is_none(),
+        "transformed"
+    );
+    f.keys();
+
+    f.pods.resync_now();
+    f.pods.apply_event(Event::Apply(pod_of("pb", &b, "4")));
+    assert_eq!(f.keys(), [key("ns", "b"), key("ns", "a")]);
+}

@@ -238,3 +238,54 @@ async fn reconciles_are_counted_in_the_metrics_under_the_controller_name() {
         "{text}"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn max_retries_drops_a_key_that_keeps_failing() {
+    let apps = Informer::<App>::manual().build();
+    let controller = Controller::builder_with(apps.clone())
+        .max_retries(2)
+        .build()
+        .unwrap();
+    let calls = Arc::new(Mutex::new(0_usize));
+    let reconcile = |_key: ObjectKey, _app: Option<Arc<App>>, calls: Arc<Mutex<usize>>| async move {
+        *calls.lock() += 1;
+        Err::<Action, _>("always failing".to_string())
+    };
+    let stop = CancellationToken::new();
+    let run =
+        tokio::spawn(controller.run(reconcile, calls.clone(), stop.clone().cancelled_owned()));
+    list(&apps, vec![app("a", 1, "1")]);
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert_eq!(*calls.lock(), 3, "the first attempt and two retries");
+    stop.cancel();
+    run.await.unwrap().unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_grace_period_bounds_the_drain_on_shutdown() {
+    let apps = Informer::<App>::manual().build();
+    let controller = Controller::builder_with(apps.clone())
+        .grace_period(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let started = Arc::new(tokio::sync::Notify::new());
+    let reconcile = |_key: ObjectKey, _app: Option<Arc<App>>, started: Arc<tokio::sync::Notify>| async move {
+        started.notify_one();
+        std::future::pending::<()>().await;
+        Ok::<_, String>(Action::done())
+    };
+    let stop = CancellationToken::new();
+    let run =
+        tokio::spawn(controller.run(reconcile, started.clone(), stop.clone().cancelled_owned()));
+    list(&apps, vec![app("hangs", 1, "1")]);
+    started.notified().await;
+    stop.cancel();
+    let begun = tokio::time::Instant::now();
+    let stopped = run.await.unwrap().unwrap();
+    assert_eq!(stopped, Stopped::GracePeriodElapsed { cancelled: 1 });
+    let waited = begun.elapsed();
+    assert!(
+        waited >= Duration::from_secs(5) && waited < Duration::from_secs(6),
+        "{waited:?}"
+    );
+}
