@@ -9,7 +9,7 @@
 //!   declares columns shows `Age` only if it declares it.
 //! - Each column's `jsonPath` is evaluated with client-go's JSONPath
 //!   (missing keys allowed); only the first value counts. No value, or an
-//!   evaluation error, is a `null` cell (kubectl prints `<none>`).
+//!   evaluation error, is a `null` cell (kubectl prints a blank).
 //! - `string` columns print the value as client-go's `PrintResults` does
 //!   (objects and lists as JSON, `null` as `<no value>`); `integer`,
 //!   `number` and `boolean` columns carry the JSON value when it has that

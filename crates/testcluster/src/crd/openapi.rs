@@ -799,11 +799,12 @@ fn operation_id_and_tag(route: &Route, group: &str, version: &str) -> (String, S
         .min_by_key(|v| v.len())
         .copied()
         .unwrap_or("");
+    let capitalize = !verb.is_empty();
     let id = format!(
         "{verb}{}{}{}",
-        to_operation_id(trimmed, !verb.is_empty()),
-        to_operation_id(version, true),
-        &route.operation[verb.len()..]
+        to_operation_id(trimmed, capitalize),
+        to_operation_id(version, capitalize),
+        to_operation_id(&route.operation[verb.len()..], capitalize)
     );
     (id, tag)
 }
@@ -915,4 +916,417 @@ fn path_item(crd: &CustomResourceDefinition, v: &Version, routes: &[&Route]) -> 
         Value::Array(common.iter().map(Param::to_json).collect()),
     );
     Value::Object(item)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn crd(scope: &str, extra_version: Option<Value>) -> CustomResourceDefinition {
+        let mut versions = vec![json!({
+            "name": "v1", "served": true, "storage": true,
+            "schema": {"openAPIV3Schema": {
+                "type": "object",
+                "description": "A widget.",
+                "example": {"ignored": true},
+                "properties": {
+                    "spec": {"type": "object", "properties": {
+                        "port": {"x-kubernetes-int-or-string": true},
+                        "size": {"x-kubernetes-int-or-string": true, "anyOf": [{"minimum": 1}]},
+                        "exact": {"x-kubernetes-int-or-string": true,
+                                  "anyOf": [{"type": "integer"}, {"type": "string"}]},
+                        "tags": {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "set"},
+                        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                        "pod": {"type": "object", "x-kubernetes-embedded-resource": true,
+                                "x-kubernetes-preserve-unknown-fields": true, "required": ["spec"]},
+                        "mode": {"type": "string", "enum": ["a", "b"], "default": "a", "description": ""},
+                    }},
+                    "status": {"type": "object", "properties": {"replicas": {"type": "integer"}}},
+                },
+            }},
+            "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}},
+        })];
+        versions.extend(extra_version);
+        CustomResourceDefinition::from_value(&json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.k8s.io"},
+            "spec": {
+                "group": "example.k8s.io",
+                "scope": scope,
+                "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+                "versions": versions,
+            },
+        }))
+        .unwrap()
+    }
+
+    fn doc(crd: &CustomResourceDefinition) -> Value {
+        group_version_document([crd], "example.k8s.io", "v1").unwrap()
+    }
+
+    #[test]
+    fn names_follow_kube_apiserver() {
+        assert_eq!(
+            definition_name("stable.example.com", "v1", "CronTab"),
+            "com.example.stable.v1.CronTab"
+        );
+        assert_eq!(
+            index_key("stable.example.com", "v1"),
+            "apis/stable.example.com/v1"
+        );
+        let e = etag(b"{}");
+        assert_eq!(e.len(), 128);
+        assert!(
+            e.chars()
+                .all(|c| c.is_ascii_digit() || c.is_ascii_uppercase())
+        );
+    }
+
+    #[test]
+    fn the_kind_schema_is_the_structural_schema_with_object_metadata() {
+        let d = doc(&crd("Namespaced", None));
+        let s = &d["components"]["schemas"]["io.k8s.example.v1.Widget"];
+        assert_eq!(s["description"], "A widget.");
+        assert!(
+            s.get("example").is_none(),
+            "not part of a structural schema"
+        );
+        assert_eq!(
+            s["x-kubernetes-group-version-kind"],
+            json!([{"group": "example.k8s.io", "kind": "Widget", "version": "v1"}])
+        );
+        assert_eq!(
+            s["properties"]["metadata"]["$ref"],
+            "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+        );
+        assert!(
+            s["properties"]["apiVersion"]["description"]
+                .as_str()
+                .unwrap()
+                .starts_with("APIVersion defines")
+        );
+        let spec = &s["properties"]["spec"]["properties"];
+        // int-or-string unfolded as kube-apiserver's Unfold does.
+        assert_eq!(
+            spec["port"]["anyOf"],
+            json!([{"type": "integer"}, {"type": "string"}])
+        );
+        assert_eq!(
+            spec["size"]["allOf"],
+            json!([{"anyOf": [{"type": "integer"}, {"type": "string"}]}])
+        );
+        assert_eq!(spec["size"]["anyOf"], json!([{"minimum": 1}]));
+        assert!(spec["exact"].get("allOf").is_none());
+        assert_eq!(spec["tags"]["x-kubernetes-list-type"], "set");
+        assert_eq!(
+            spec["labels"]["additionalProperties"],
+            json!({"type": "string"})
+        );
+        assert_eq!(
+            spec["mode"],
+            json!({"type": "string", "enum": ["a", "b"], "default": "a"})
+        );
+        // Embedded resources get their own type and object metadata.
+        let pod = &spec["pod"];
+        assert_eq!(pod["required"], json!(["spec", "kind", "apiVersion"]));
+        assert_eq!(pod["properties"]["kind"]["type"], "string");
+        assert!(
+            pod["properties"]["metadata"]["$ref"]
+                .as_str()
+                .unwrap()
+                .ends_with("ObjectMeta")
+        );
+    }
+
+    #[test]
+    fn the_list_kind_and_referenced_meta_schemas_are_included() {
+        let d = doc(&crd("Namespaced", None));
+        let schemas = d["components"]["schemas"].as_object().unwrap();
+        let list = &schemas["io.k8s.example.v1.WidgetList"];
+        assert_eq!(list["description"], "WidgetList is a list of Widget");
+        assert_eq!(list["required"], json!(["items"]));
+        assert_eq!(
+            list["properties"]["items"]["items"]["$ref"],
+            "#/components/schemas/io.k8s.example.v1.Widget"
+        );
+        assert_eq!(
+            list["x-kubernetes-group-version-kind"][0]["kind"],
+            "WidgetList"
+        );
+        for name in [
+            "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
+            "io.k8s.apimachinery.pkg.apis.meta.v1.ManagedFieldsEntry",
+            "io.k8s.apimachinery.pkg.apis.meta.v1.OwnerReference",
+            "io.k8s.apimachinery.pkg.apis.meta.v1.Time",
+            "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta",
+            "io.k8s.apimachinery.pkg.apis.meta.v1.Status",
+            "io.k8s.apimachinery.pkg.apis.meta.v1.StatusDetails",
+            "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions",
+            "io.k8s.apimachinery.pkg.apis.meta.v1.Patch",
+            "io.k8s.api.autoscaling.v1.Scale",
+            "io.k8s.api.autoscaling.v1.ScaleSpec",
+        ] {
+            assert!(schemas.contains_key(name), "{name} missing");
+        }
+        // Without a scale subresource, Scale is not referenced.
+        let mut plain = crd("Namespaced", None);
+        plain.versions[0].subresources.scale = None;
+        assert!(
+            !doc(&plain)["components"]["schemas"]
+                .as_object()
+                .unwrap()
+                .contains_key("io.k8s.api.autoscaling.v1.Scale")
+        );
+    }
+
+    #[test]
+    fn namespaced_paths_and_operations() {
+        let d = doc(&crd("Namespaced", None));
+        let paths = d["paths"].as_object().unwrap();
+        let keys: Vec<&str> = paths.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "/apis/example.k8s.io/v1/namespaces/{namespace}/widgets",
+                "/apis/example.k8s.io/v1/namespaces/{namespace}/widgets/{name}",
+                "/apis/example.k8s.io/v1/namespaces/{namespace}/widgets/{name}/scale",
+                "/apis/example.k8s.io/v1/namespaces/{namespace}/widgets/{name}/status",
+                "/apis/example.k8s.io/v1/widgets",
+            ]
+        );
+        let collection = &paths["/apis/example.k8s.io/v1/namespaces/{namespace}/widgets"];
+        let list = &collection["get"];
+        assert_eq!(list["operationId"], "listExampleV1NamespacedWidget");
+        assert_eq!(list["tags"], json!(["example_v1"]));
+        assert_eq!(list["description"], "list objects of kind Widget");
+        assert_eq!(list["x-kubernetes-action"], "list");
+        assert_eq!(
+            list["x-kubernetes-group-version-kind"],
+            json!({"group": "example.k8s.io", "version": "v1", "kind": "Widget"})
+        );
+        assert_eq!(
+            list["responses"]["200"]["content"]["application/json"]["schema"]["$ref"],
+            "#/components/schemas/io.k8s.example.v1.WidgetList"
+        );
+        assert_eq!(
+            list["responses"]["401"],
+            json!({"description": "Unauthorized"})
+        );
+        let names = |params: &Value| -> Vec<String> {
+            params
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p["name"].as_str().unwrap().to_string())
+                .collect()
+        };
+        assert_eq!(names(&collection["parameters"]), ["namespace", "pretty"]);
+        assert_eq!(
+            names(&list["parameters"])[..3],
+            ["labelSelector", "fieldSelector", "watch"]
+        );
+        let create = &collection["post"];
+        assert_eq!(create["operationId"], "createExampleV1NamespacedWidget");
+        assert_eq!(create["description"], "create a Widget");
+        assert_eq!(
+            names(&create["parameters"]),
+            ["dryRun", "fieldManager", "fieldValidation"]
+        );
+        assert_eq!(create["requestBody"]["required"], true);
+        assert!(
+            create["responses"].get("201").is_some() && create["responses"].get("202").is_some()
+        );
+        assert_eq!(
+            collection["delete"]["operationId"],
+            "deleteExampleV1CollectionNamespacedWidget"
+        );
+        assert_eq!(
+            collection["delete"]["description"],
+            "delete collection of Widget"
+        );
+
+        let object = &paths["/apis/example.k8s.io/v1/namespaces/{namespace}/widgets/{name}"];
+        assert_eq!(
+            names(&object["parameters"]),
+            ["name", "namespace", "pretty"]
+        );
+        assert_eq!(object["parameters"][0]["description"], "name of the Widget");
+        assert_eq!(object["parameters"][0]["required"], true);
+        let patch = &object["patch"];
+        assert_eq!(patch["operationId"], "patchExampleV1NamespacedWidget");
+        assert_eq!(
+            patch["description"],
+            "partially update the specified Widget"
+        );
+        // kubectl looks for fieldValidation on PATCH before leaving
+        // validation to the server.
+        assert_eq!(
+            names(&patch["parameters"]),
+            ["dryRun", "force", "fieldManager", "fieldValidation"]
+        );
+        let consumes: Vec<&String> = patch["requestBody"]["content"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect();
+        assert_eq!(
+            consumes,
+            [
+                "application/apply-patch+yaml",
+                "application/json-patch+json",
+                "application/merge-patch+json"
+            ]
+        );
+        assert!(object["delete"]["requestBody"].get("required").is_none());
+        assert_eq!(
+            object["get"]["operationId"],
+            "readExampleV1NamespacedWidget"
+        );
+        assert_eq!(names(&object["get"]["parameters"]), ["resourceVersion"]);
+
+        let status = &paths["/apis/example.k8s.io/v1/namespaces/{namespace}/widgets/{name}/status"];
+        assert_eq!(
+            status["put"]["operationId"],
+            "replaceExampleV1NamespacedWidgetStatus"
+        );
+        assert_eq!(
+            status["put"]["description"],
+            "replace status of the specified Widget"
+        );
+        let scale = &paths["/apis/example.k8s.io/v1/namespaces/{namespace}/widgets/{name}/scale"];
+        assert_eq!(
+            scale["get"]["responses"]["200"]["content"]["application/json"]["schema"]["$ref"],
+            "#/components/schemas/io.k8s.api.autoscaling.v1.Scale"
+        );
+        assert_eq!(
+            scale["get"]["x-kubernetes-group-version-kind"]["kind"],
+            "Widget"
+        );
+
+        let all = &paths["/apis/example.k8s.io/v1/widgets"];
+        assert_eq!(
+            all["get"]["operationId"],
+            "listExampleV1WidgetForAllNamespaces"
+        );
+        assert!(
+            all["get"].get("parameters").is_none(),
+            "a lone route's parameters are the path's"
+        );
+        let all_params = names(&all["parameters"]);
+        let mut sorted = all_params.clone();
+        sorted.sort();
+        assert_eq!(all_params, sorted);
+        assert!(
+            all_params.contains(&"pretty".to_string()) && all_params.contains(&"watch".to_string())
+        );
+    }
+
+    #[test]
+    fn cluster_scoped_resources_have_no_namespace() {
+        let d = doc(&crd("Cluster", None));
+        let paths = d["paths"].as_object().unwrap();
+        assert!(paths.keys().all(|k| !k.contains("{namespace}")));
+        assert_eq!(
+            paths["/apis/example.k8s.io/v1/widgets"]["get"]["operationId"],
+            "listExampleV1Widget"
+        );
+        assert_eq!(
+            paths["/apis/example.k8s.io/v1/widgets/{name}"]["delete"]["operationId"],
+            "deleteExampleV1Widget"
+        );
+    }
+
+    #[test]
+    fn versions_and_crds_of_a_group_version_merge() {
+        let mut v2 = crd("Namespaced", None).versions[0].schema_json.clone();
+        v2["description"] = json!("The second version.");
+        let two = crd(
+            "Namespaced",
+            Some(json!({"name": "v2", "served": true, "storage": false,
+                        "schema": {"openAPIV3Schema": v2}})),
+        );
+        let d2 = group_version_document([&two], "example.k8s.io", "v2").unwrap();
+        assert_eq!(
+            d2["components"]["schemas"]["io.k8s.example.v2.Widget"]["description"],
+            "The second version."
+        );
+        assert!(
+            d2["paths"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .all(|k| k.contains("/v2/"))
+        );
+        // No status subresource declared on v2.
+        assert!(
+            d2["paths"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .all(|k| !k.ends_with("/status"))
+        );
+
+        let mut other = crd("Cluster", None);
+        other.names.kind = "Gadget".into();
+        other.names.list_kind = "GadgetList".into();
+        other.names.plural = "gadgets".into();
+        let merged = group_version_document([&two, &other], "example.k8s.io", "v1").unwrap();
+        let schemas = merged["components"]["schemas"].as_object().unwrap();
+        assert!(schemas.contains_key("io.k8s.example.v1.Widget"));
+        assert!(schemas.contains_key("io.k8s.example.v1.Gadget"));
+        assert!(
+            merged["paths"]
+                .as_object()
+                .unwrap()
+                .contains_key("/apis/example.k8s.io/v1/gadgets")
+        );
+
+        // Versions not served, and other groups, have no document.
+        let mut unserved = crd("Namespaced", None);
+        unserved.versions[0].served = false;
+        assert!(group_version_document([&unserved], "example.k8s.io", "v1").is_none());
+        assert!(group_version_document([&two], "other.example.com", "v1").is_none());
+        assert!(group_version_document([&two], "example.k8s.io", "v3").is_none());
+    }
+
+    #[test]
+    fn the_index_entry_carries_the_body_hash() {
+        let widgets = crd("Namespaced", None);
+        let doc = GroupVersionDocument::build([&widgets], "example.k8s.io", "v1").unwrap();
+        assert_eq!(doc.etag(), etag(doc.body()));
+        let parsed: Value = serde_json::from_slice(doc.body()).unwrap();
+        assert_eq!(
+            parsed,
+            group_version_document([&widgets], "example.k8s.io", "v1").unwrap()
+        );
+        let (key, entry) = doc.index_entry();
+        assert_eq!(key, "apis/example.k8s.io/v1");
+        assert_eq!(
+            entry["serverRelativeURL"],
+            format!("/openapi/v3/apis/example.k8s.io/v1?hash={}", doc.etag())
+        );
+        // A changed CRD gets a new hash.
+        let mut changed = widgets.clone();
+        changed.versions[0].schema_json["description"] = json!("Changed.");
+        let doc2 = GroupVersionDocument::build([&changed], "example.k8s.io", "v1").unwrap();
+        assert_ne!(doc.etag(), doc2.etag());
+    }
+
+    #[test]
+    fn operation_ids_and_articles() {
+        assert_eq!(
+            to_operation_id("stable.example.com", true),
+            "StableExampleCom"
+        );
+        assert_eq!(
+            to_operation_id("stable.example.com", false),
+            "stableExampleCom"
+        );
+        assert_eq!(to_operation_id("k8s-1.io", false), "k8s1Io");
+        assert_eq!(to_operation_id("v1beta1", true), "V1beta1");
+        assert_eq!(article_for("Ingress"), " an ");
+        assert_eq!(article_for("CronTab"), " a ");
+        assert_eq!(article_for("Things"), " ");
+    }
 }
