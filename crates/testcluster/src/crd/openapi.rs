@@ -200,7 +200,10 @@ fn add_crd_version(
         by_path.entry(&route.path).or_default().push(route);
     }
     for (path, routes) in by_path {
-        paths.insert(path.to_string(), path_item(crd, v, &routes));
+        paths.insert(
+            path.to_string(),
+            path_item(crd, v, &routes, &kind_name, &list_name),
+        );
     }
 }
 
@@ -867,10 +870,14 @@ fn request_body(route: &Route, kind_name: &str, list_name: &str) -> Option<Value
 /// A path item: the routes on one path, with the parameters all of them
 /// share moved to the path (kube-openapi's `findCommonParameters`, sorted
 /// by location then name).
-fn path_item(crd: &CustomResourceDefinition, v: &Version, routes: &[&Route]) -> Value {
+fn path_item(
+    crd: &CustomResourceDefinition,
+    v: &Version,
+    routes: &[&Route],
+    kind_name: &str,
+    list_name: &str,
+) -> Value {
     let kind = &crd.names.kind;
-    let kind_name = definition_name(&crd.group, &v.name, kind);
-    let list_name = definition_name(&crd.group, &v.name, &crd.names.list_kind);
     let per_route: Vec<Vec<Param>> = routes.iter().map(|r| params(r, kind)).collect();
     let mut common: Vec<Param> = per_route
         .first()
@@ -899,14 +906,14 @@ fn path_item(crd: &CustomResourceDefinition, v: &Version, routes: &[&Route]) -> 
             "tags": [tag],
             "description": description(route, kind),
             "operationId": operation_id,
-            "responses": responses(route, &kind_name, &list_name),
+            "responses": responses(route, kind_name, list_name),
             "x-kubernetes-action": route.action,
             "x-kubernetes-group-version-kind": {"group": crd.group, "version": v.name, "kind": kind},
         });
         if !own.is_empty() {
             op["parameters"] = Value::Array(own);
         }
-        if let Some(body) = request_body(route, &kind_name, &list_name) {
+        if let Some(body) = request_body(route, kind_name, list_name) {
             op["requestBody"] = body;
         }
         item.insert(route.method.to_ascii_lowercase(), op);
