@@ -180,6 +180,8 @@ mod kubeconfig;
 mod leader;
 mod lifecycle;
 mod logging;
+mod metrics_auth;
+mod metrics_tls;
 mod renewals;
 mod runnable;
 mod signals;
@@ -187,13 +189,17 @@ mod status;
 
 pub use args::{ListenAddr, ManagerArgs, parse_seconds};
 pub use binary::{exit_code, run_main};
-pub use config::{ConfigError, DEFAULT_SHUTDOWN_GRACE_PERIOD, ManagerConfig};
+pub use config::{ConfigError, DEFAULT_SHUTDOWN_GRACE_PERIOD, ManagerConfig, SecureMetricsConfig};
 pub use error::ManagerError;
 pub use fence::{FenceClosed, FenceDriver, LeaderFence};
 pub use kubeconfig::KubeConfigSource;
 pub use leader::{LeaderElectionConfig, default_identity};
 pub use lifecycle::Manager;
 pub use logging::{LogFilter, LogFormat, init_logging};
+pub use metrics_auth::{
+    AccessDecision, KubeMetricsAuth, MetricsAuth, MetricsAuthError, NonResourceRequest, UserInfo,
+};
+pub use metrics_tls::{MetricsTlsError, TlsFiles};
 pub use runnable::{BoxError, FnRunnable, Runnable};
 pub use signals::shutdown_on_signals;
 pub use status::{Endpoints, ManagerStatus, Readiness};
