@@ -40,7 +40,8 @@ pub struct ManagerConfig {
     pub secure_metrics: Option<SecureMetricsConfig>,
     /// Where to serve `/healthz` and `/readyz`; `None` disables them. May
     /// equal `metrics_addr` (one server then serves all three paths),
-    /// except with `secure_metrics`.
+    /// except with `secure_metrics` (then port 0 for both means two
+    /// servers on two ephemeral ports).
     pub health_addr: Option<SocketAddr>,
     /// How long runnables may take to drain after shutdown is requested
     /// before they are aborted and the manager fails.
@@ -76,9 +77,10 @@ impl ManagerConfig {
         if self.namespace.as_deref() == Some("") {
             return Err(ConfigError::EmptyNamespace);
         }
-        if self.secure_metrics.is_some()
-            && self.metrics_addr.is_some()
-            && self.metrics_addr == self.health_addr
+        // Port 0 twice is two ephemeral ports: two servers.
+        if let (Some(_), Some(metrics)) = (&self.secure_metrics, self.metrics_addr)
+            && Some(metrics) == self.health_addr
+            && metrics.port() != 0
         {
             return Err(ConfigError::SecureMetricsShareHealthAddress);
         }
@@ -181,6 +183,10 @@ mod tests {
             Err(ConfigError::SecureMetricsShareHealthAddress)
         );
         config.health_addr = Some("127.0.0.1:8081".parse().unwrap());
+        assert_eq!(config.validate(), Ok(()));
+        // Ephemeral ports are two servers on two ports.
+        config.metrics_addr = Some("127.0.0.1:0".parse().unwrap());
+        config.health_addr = config.metrics_addr;
         assert_eq!(config.validate(), Ok(()));
     }
 

@@ -1,23 +1,6 @@
-//! Who may scrape `/metrics` with `--metrics-secure`: the bearer token is
-//! authenticated and the request authorized by the API server, as
-//! controller-runtime's `filters.WithAuthenticationAndAuthorization` does.
-//!
-//! - No `Authorization: Bearer <token>` header, a malformed one, or a token
-//!   the API server does not accept: `401 Unauthorized`.
-//! - A user not allowed the request (verb = the lower-cased HTTP method,
-//!   non-resource URL = the path, so `get` on `/metrics` for a scrape):
-//!   `403 Forbidden`.
-//! - The API server could not be asked (unreachable, no RBAC for the
-//!   reviews, no answer within 10 s): `500`, with the cause in the log.
-//!
-//! Answers are cached as controller-runtime caches them: token reviews for
-//! 1 minute (valid and invalid tokens alike), allowed requests for 5
-//! minutes, denied ones for 30 seconds; failures are never cached. Tokens
-//! are kept only as SHA-256 digests.
-//!
-//! [`KubeMetricsAuth`] asks the API server (TokenReview and
-//! SubjectAccessReview); any other [`MetricsAuth`] can take its place with
-//! [`Manager::set_metrics_auth`](super::Manager::set_metrics_auth).
+//! Who may scrape `/metrics` with `--metrics-secure`: bearer tokens
+//! authenticated and requests authorized by the API server, with the
+//! answers cached (see [secure metrics](super#secure-metrics)).
 
 mod cache;
 mod filter;
@@ -99,8 +82,8 @@ pub enum MetricsAuthError {
 /// URLs for the secure `/metrics` endpoint. [`KubeMetricsAuth`] asks the
 /// API server; tests and other setups can plug in their own.
 ///
-/// The filter caches both answers (see the [module docs](self)), so an
-/// implementation need not.
+/// The filter caches both answers (see [secure
+/// metrics](super#secure-metrics)), so an implementation need not.
 #[async_trait::async_trait]
 pub trait MetricsAuth: Send + Sync + 'static {
     /// The user `token` authenticates, or `Ok(None)` when the token is not
