@@ -7,6 +7,8 @@
 //!
 //! | module | crate | what it gives you |
 //! |---|---|---|
+//! | [`runtime`] | `ctrlkit-runtime` | a controller for any resource in one builder: `Controller::builder(&factory).owns::<ConfigMap>().build()?.run(reconcile, ctx, shutdown)` |
+//! | [`childcontrol`] | `ctrlkit-childcontrol` | children of any kind: `ChildControl<C>` (create from a template with a controller reference, delete, patch, with events on the owner), its kube implementation, a recording fake, a write gate |
 //! | [`workqueue`] | `ctrlkit-workqueue` | a fair, deduplicating work queue with delays, per-key rate-limited retries, priorities and metrics |
 //! | [`informer`] | `ctrlkit-informer` | a watch-driven cache with indexes and add/update/delete handlers that see old and new objects |
 //! | [`worker`] | `ctrlkit-worker` | N workers running your sync function over the queue, with retries, panic containment and graceful drain |
@@ -18,7 +20,10 @@
 //!
 //! # How a controller is put together
 //!
-//! Informer handlers turn watch events into keys (`namespace/name`) on a
+//! [`runtime::Controller`] does the wiring for you: declare the owner kind,
+//! the kinds it owns and watches, and write the reconcile function; see the
+//! [`runtime`] crate's documentation for a complete controller. Underneath,
+//! informer handlers turn watch events into keys (`namespace/name`) on a
 //! work queue; workers take keys and call a sync function; the sync reads
 //! only from informer stores, claims its pods with the ref manager, and
 //! creates or deletes the difference through `PodControl` in slow-start
@@ -147,11 +152,13 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub use ctrlkit_batch as batch;
+pub use ctrlkit_childcontrol as childcontrol;
 pub use ctrlkit_consistency as consistency;
 pub use ctrlkit_expectations as expectations;
 pub use ctrlkit_informer as informer;
 pub use ctrlkit_podcontrol as podcontrol;
 pub use ctrlkit_refmanager as refmanager;
+pub use ctrlkit_runtime as runtime;
 pub use ctrlkit_worker as worker;
 pub use ctrlkit_workqueue as workqueue;
 
@@ -159,13 +166,16 @@ pub use ctrlkit_workqueue as workqueue;
 /// `use ctrlkit::prelude::*;`.
 pub mod prelude {
     pub use ctrlkit_batch::{BatchError, slow_start_batch};
+    pub use ctrlkit_childcontrol::{ChildControl, ChildControlError, KubeChildControl};
     pub use ctrlkit_consistency::{ConsistencyStore, GroupResource};
     pub use ctrlkit_expectations::ControllerExpectations;
     pub use ctrlkit_informer::{
-        DeletedObject, EventHandler, HandlerFns, Informer, SharedInformerFactory, Store,
+        DeletedObject, EventHandler, HandlerFns, Informer, ObjectKey, SharedInformerFactory, Store,
+        Transform,
     };
     pub use ctrlkit_podcontrol::{PodControl, PodControlError};
     pub use ctrlkit_refmanager::{PodControllerRefManager, Selector};
+    pub use ctrlkit_runtime::{Controller, ControllerMetrics, Owns, Watches};
     pub use ctrlkit_worker::{Action, SyncError, Workers};
     pub use ctrlkit_workqueue::{RateLimiter, WorkQueue, default_controller_rate_limiter};
 }

@@ -26,6 +26,18 @@ pub enum InformerError {
     /// [`Informer::run_stream`](crate::Informer::run_stream) instead.
     #[error("the informer has no API to watch (it was built with Informer::manual)")]
     NoSource,
+    /// [`Informer::set_transform`](crate::Informer::set_transform) on an
+    /// informer that already has a different transform. A shared informer
+    /// has one transform: controllers that need different ones must use
+    /// different informers (for example different selectors).
+    #[error("the informer already has a different transform")]
+    TransformConflict,
+    /// [`Informer::set_transform`](crate::Informer::set_transform) on an
+    /// informer that has been started or has received events, whose cached
+    /// objects were therefore not transformed. Set transforms before
+    /// starting the informer (or the factory).
+    #[error("a transform must be set before the informer starts or receives events")]
+    TransformAfterStart,
     /// The informer stopped (cancelled or its event stream ended) before its
     /// first complete list, so its cache will never sync.
     #[error("the informer stopped before its cache synced")]

@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::InformerError;
 use crate::informer::Informer;
+use crate::scope::ObjectScope;
 
 /// Hands out one shared [`Informer`] per (resource type, API path, label
 /// selector, field selector), so several controllers watching pods share one
@@ -139,6 +140,11 @@ impl SharedInformerFactory {
         self
     }
 
+    /// The client the factory's convenience constructors use.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
     /// The token that stops this factory's watches.
     pub fn cancellation_token(&self) -> CancellationToken {
         self.cancel.clone()
@@ -194,6 +200,20 @@ impl SharedInformerFactory {
         K::DynamicType: Default,
     {
         self.informer(Api::namespaced(self.client.clone(), namespace), config)
+    }
+
+    /// The shared informer for `K` in `namespace`, or across all namespaces
+    /// with `None`; for a cluster-scoped `K` the namespace is ignored. The
+    /// form for code generic over the kind's scope (see [`ObjectScope`]);
+    /// [`all`](Self::all) and [`namespaced`](Self::namespaced) otherwise.
+    pub fn scoped<K>(&self, namespace: Option<&str>, config: watcher::Config) -> Informer<K>
+    where
+        K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+        K::DynamicType: Default,
+        K::Scope: ObjectScope,
+    {
+        let api = <K::Scope as ObjectScope>::api::<K>(self.client.clone(), namespace);
+        self.informer(api, config)
     }
 
     /// The number of distinct informers handed out.

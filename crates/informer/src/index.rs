@@ -5,9 +5,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use hashbrown::HashMap;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 
+use crate::controller_ref::controller_ref;
 use crate::key::ObjectKey;
 
 /// An index function: the keys under which an object is listed in one index.
@@ -43,23 +43,19 @@ pub fn index_by_namespace<K: Resource>(obj: &K) -> Vec<String> {
 /// The namespace is part of the key, so an object naming an owner UID from
 /// another namespace (ownerReferences are namespace-local) is never returned
 /// for that owner.
+///
+/// An object whose controller reference has an empty UID is in neither
+/// list: it is not an orphan (it has a controller reference, so nobody may
+/// adopt it) and no owner controls it (see
+/// [`is_controlled_by`](crate::is_controlled_by)).
 pub fn index_by_controller_uid<K: Resource>(obj: &K) -> Vec<String> {
     let meta = obj.meta();
     let ns = meta.namespace.as_deref().unwrap_or_default();
-    match controller_uid(meta) {
-        Some(uid) => vec![controller_index_key(ns, uid)],
+    match controller_ref(meta) {
         None => vec![orphan_index_key(ns)],
+        Some(r) if r.uid.is_empty() => Vec::new(),
+        Some(r) => vec![controller_index_key(ns, &r.uid)],
     }
-}
-
-/// The UID of the object's controller: the owner reference marked
-/// `controller: true`, if any.
-pub(crate) fn controller_uid(meta: &ObjectMeta) -> Option<&str> {
-    meta.owner_references
-        .iter()
-        .flatten()
-        .find(|r| r.controller == Some(true))
-        .map(|r| r.uid.as_str())
 }
 
 /// The [`BY_CONTROLLER_UID`] key of objects in `namespace` controlled by the
@@ -176,6 +172,12 @@ mod tests {
             vec![orphan_index_key("ns")]
         );
         assert_ne!(orphan_index_key("ns"), controller_index_key("ns", "a"));
+    }
+
+    #[test]
+    fn a_controller_reference_without_uid_is_neither_owned_nor_orphan() {
+        let p = pod("ns", vec![owner("", Some(true))]);
+        assert!(index_by_controller_uid(&p).is_empty());
     }
 
     #[test]

@@ -23,6 +23,7 @@ use crate::handler::{EventHandler, HandlerId, Notification};
 use crate::index::IndexFn;
 use crate::key::ObjectKey;
 use crate::store::Store;
+use crate::transform::Transform;
 
 /// A watch-driven cache of one resource type with change notifications.
 ///
@@ -51,6 +52,12 @@ struct Dispatch<K> {
     listing: Option<HashMap<ObjectKey, Arc<K>>>,
     /// Whether a complete list has been applied already.
     listed_once: bool,
+    /// Applied to every object before it enters the cache. Kept here so
+    /// reading it costs nothing beyond the dispatch lock already held.
+    transform: Option<Transform<K>>,
+    /// Whether any event has been applied; a transform set afterwards would
+    /// leave the cache half transformed.
+    received: bool,
 }
 
 impl<K> Clone for Informer<K> {
@@ -81,6 +88,7 @@ pub struct InformerBuilder<K> {
     resync: Option<Duration>,
     indexes: Vec<(String, IndexFn<K>)>,
     handlers: Vec<Arc<dyn EventHandler<K>>>,
+    transform: Option<Transform<K>>,
 }
 
 impl<K> fmt::Debug for InformerBuilder<K> {
@@ -94,6 +102,7 @@ impl<K> fmt::Debug for InformerBuilder<K> {
                 &self.indexes.iter().map(|(n, _)| n).collect::<Vec<_>>(),
             )
             .field("handlers", &self.handlers.len())
+            .field("transform", &self.transform.is_some())
             .finish()
     }
 }
@@ -136,6 +145,14 @@ where
         self
     }
 
+    /// Sets the [`Transform`] applied to every object before it enters the
+    /// cache (a function `Fn(&mut K)` converts into one). A second call
+    /// replaces the first.
+    pub fn transform(mut self, transform: impl Into<Transform<K>>) -> Self {
+        self.transform = Some(transform.into());
+        self
+    }
+
     /// Builds the informer. Nothing runs until [`Informer::start`] (or
     /// [`Informer::run`]) is called or events are fed by hand.
     pub fn build(self) -> Informer<K> {
@@ -149,6 +166,8 @@ where
                 dispatch: Mutex::new(Dispatch {
                     listing: None,
                     listed_once: false,
+                    transform: self.transform,
+                    received: false,
                 }),
                 started: AtomicBool::new(false),
             }),
@@ -184,6 +203,7 @@ where
             resync: None,
             indexes: Vec::new(),
             handlers: Vec::new(),
+            transform: None,
         }
     }
 
@@ -275,11 +295,69 @@ where
         self.add_index(name, func).is_ok()
     }
 
+    /// Sets the [`Transform`] applied to every object before it enters the
+    /// cache, on an informer that has not received anything yet: the
+    /// factory's way of adding a transform to a shared informer.
+    ///
+    /// Setting the transform it already has (see
+    /// [`Transform::same_as`]) succeeds and changes nothing, so several
+    /// controllers sharing the informer may each ask for the same one.
+    ///
+    /// # Errors
+    /// - [`InformerError::TransformConflict`] if a different transform is
+    ///   set already (a shared informer has one transform; two controllers
+    ///   wanting different ones need different informers);
+    /// - [`InformerError::TransformAfterStart`] if the informer has been
+    ///   started or has received an event already, since the objects cached
+    ///   so far were not transformed.
+    pub fn set_transform(&self, transform: impl Into<Transform<K>>) -> Result<(), InformerError> {
+        let transform = transform.into();
+        let mut dispatch = self.inner.dispatch.lock();
+        self.transform_allowed(&dispatch, &transform)?;
+        if dispatch.transform.is_none() {
+            dispatch.transform = Some(transform);
+        }
+        Ok(())
+    }
+
+    /// Whether [`set_transform`](Self::set_transform) with `transform`
+    /// would succeed now, without setting it: lets a caller check several
+    /// informers before changing any.
+    ///
+    /// # Errors
+    /// As [`set_transform`](Self::set_transform).
+    pub fn check_transform(&self, transform: &Transform<K>) -> Result<(), InformerError> {
+        let dispatch = self.inner.dispatch.lock();
+        self.transform_allowed(&dispatch, transform)
+    }
+
+    /// Whether the informer has a transform.
+    pub fn has_transform(&self) -> bool {
+        self.inner.dispatch.lock().transform.is_some()
+    }
+
+    fn transform_allowed(
+        &self,
+        dispatch: &Dispatch<K>,
+        transform: &Transform<K>,
+    ) -> Result<(), InformerError> {
+        match &dispatch.transform {
+            Some(current) if current.same_as(transform) => Ok(()),
+            Some(_) => Err(InformerError::TransformConflict),
+            None if dispatch.received || self.is_started() => {
+                Err(InformerError::TransformAfterStart)
+            }
+            None => Ok(()),
+        }
+    }
+
     /// Applies one watcher event to the cache and notifies the handlers
     /// before returning.
     ///
     /// This is what the informer's watch task does for every event, and the
     /// entry point for feeding an informer by hand in tests:
+    /// Objects go through the informer's [`Transform`], if any, first.
+    ///
     /// - `Apply`: add, or update (old, new); a different UID under the same
     ///   name is a tombstoned delete of the old object plus an add.
     /// - `Delete`: delete with the final state; ignored if not cached.
@@ -292,12 +370,13 @@ where
     ///   deletes.
     pub fn apply_event(&self, event: Event<K>) {
         let mut dispatch = self.inner.dispatch.lock();
+        dispatch.received = true;
         let mut notes = Vec::new();
         let mut synced_now = false;
         match event {
             Event::Init => dispatch.listing = Some(HashMap::new()),
             Event::InitApply(obj) => {
-                let obj = Arc::new(obj);
+                let obj = Arc::new(transformed(dispatch.transform.as_ref(), obj));
                 dispatch
                     .listing
                     .get_or_insert_with(HashMap::new)
@@ -313,8 +392,14 @@ where
                     .write()
                     .replace(listed, initial, &mut notes);
             }
-            Event::Apply(obj) => self.inner.store.write().apply(Arc::new(obj), &mut notes),
-            Event::Delete(obj) => self.inner.store.write().delete(Arc::new(obj), &mut notes),
+            Event::Apply(obj) => {
+                let obj = Arc::new(transformed(dispatch.transform.as_ref(), obj));
+                self.inner.store.write().apply(obj, &mut notes);
+            }
+            Event::Delete(obj) => {
+                let obj = Arc::new(transformed(dispatch.transform.as_ref(), obj));
+                self.inner.store.write().delete(obj, &mut notes);
+            }
         }
         self.notify(&notes);
         if synced_now {
@@ -432,6 +517,14 @@ where
         }
         self.inner.store.mark_stopped();
     }
+}
+
+/// `obj` after `transform`, if any.
+fn transformed<K>(transform: Option<&Transform<K>>, mut obj: K) -> K {
+    if let Some(transform) = transform {
+        transform.apply(&mut obj);
+    }
+    obj
 }
 
 /// Calls one handler, containing a panic so it cannot kill the watch task

@@ -66,6 +66,21 @@
 //! least common label rather than all of them: a sync then costs the same
 //! in a namespace full of unrelated orphans as in an empty one.
 //!
+//! # Transforms
+//!
+//! A [`Transform`] runs on every object before it enters the cache
+//! (client-go's `SetTransform`), e.g. [`Transform::drop_managed_fields`]
+//! to keep `metadata.managedFields` out of memory. Set it on the builder,
+//! or with [`Informer::set_transform`] on a shared informer before it
+//! starts; a shared informer refuses a second, different transform.
+//!
+//! # Controller references
+//!
+//! [`controller_ref`], [`is_controlled_by`] and [`is_orphan`] are the
+//! workspace's one implementation of "who controls this object": the first
+//! owner reference with `controller: true`, and an empty owner UID never
+//! matches.
+//!
 //! # resourceVersions
 //!
 //! [`Store::last_sync_resource_version`] and
@@ -162,6 +177,7 @@
 //! assert_eq!(store.has_observed_resource_version("11"), Ok(true));
 //! ```
 
+mod controller_ref;
 mod error;
 mod factory;
 mod handler;
@@ -170,8 +186,11 @@ mod informer;
 mod key;
 mod orphan_label;
 mod resource_version;
+mod scope;
 mod store;
+mod transform;
 
+pub use controller_ref::{controller_ref, is_controlled_by, is_orphan};
 pub use error::InformerError;
 pub use factory::SharedInformerFactory;
 pub use handler::{DeletedFinalStateUnknown, DeletedObject, EventHandler, HandlerFns, HandlerId};
@@ -183,7 +202,9 @@ pub use informer::{Informer, InformerBuilder};
 pub use key::{ObjectKey, ParseKeyError};
 pub use orphan_label::{BY_ORPHAN_LABEL, index_orphans_by_label, orphan_label_index_key};
 pub use resource_version::{CompareError, compare_resource_versions};
+pub use scope::ObjectScope;
 pub use store::Store;
+pub use transform::{Transform, drop_managed_fields};
 
 /// Compiles and runs the README's example as a doctest.
 #[cfg(doctest)]

@@ -13,7 +13,7 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 
-use crate::index::controller_uid;
+use crate::controller_ref::is_orphan;
 
 /// Name of the index built by [`index_orphans_by_label`].
 pub const BY_ORPHAN_LABEL: &str = "by-orphan-label";
@@ -29,7 +29,7 @@ pub const BY_ORPHAN_LABEL: &str = "by-orphan-label";
 /// follows adoptions and releases as objects gain or lose their controller.
 pub fn index_orphans_by_label<K: Resource>(obj: &K) -> Vec<String> {
     let meta = obj.meta();
-    if controller_uid(meta).is_some() {
+    if !is_orphan(meta) {
         return Vec::new();
     }
     let ns = meta.namespace.as_deref().unwrap_or_default();
@@ -59,7 +59,7 @@ pub(crate) fn is_orphan_with_labels(
     labels: &[(&str, &str)],
 ) -> bool {
     meta.namespace.as_deref().unwrap_or_default() == namespace
-        && controller_uid(meta).is_none()
+        && is_orphan(meta)
         && labels.iter().all(|(key, value)| {
             meta.labels
                 .as_ref()

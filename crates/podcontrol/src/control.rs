@@ -1,4 +1,7 @@
+use std::sync::Arc;
+
 use async_trait::async_trait;
+use ctrlkit_childcontrol::{Observed, WriteObserver};
 use k8s_openapi::api::core::v1::{ObjectReference, Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Preconditions};
 
@@ -63,4 +66,106 @@ pub trait PodControl: Send + Sync {
         name: &str,
         patch: &serde_json::Value,
     ) -> Result<Pod, PodControlError>;
+}
+
+#[async_trait]
+impl<P: PodControl + ?Sized> PodControl for Arc<P> {
+    async fn create_pods(
+        &self,
+        namespace: &str,
+        template: &PodTemplateSpec,
+        owner: &ObjectReference,
+        controller_ref: &OwnerReference,
+    ) -> Result<Pod, PodControlError> {
+        (**self)
+            .create_pods(namespace, template, owner, controller_ref)
+            .await
+    }
+
+    async fn delete_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        owner: &ObjectReference,
+        preconditions: Option<&Preconditions>,
+    ) -> Result<(), PodControlError> {
+        (**self)
+            .delete_pod(namespace, name, owner, preconditions)
+            .await
+    }
+
+    async fn patch_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        patch: &serde_json::Value,
+    ) -> Result<Pod, PodControlError> {
+        (**self).patch_pod(namespace, name, patch).await
+    }
+}
+
+/// The generic observing wrapper over a pod control: `observer` is told
+/// about every pod a successful create or patch returned and every
+/// successful delete, e.g. [`RecordWrites<Pod>`](ctrlkit_childcontrol::RecordWrites)
+/// for read-own-writes:
+///
+/// ```
+/// use std::sync::Arc;
+/// use ctrlkit_childcontrol::{Observed, RecordWrites};
+/// use ctrlkit_consistency::ConsistencyStore;
+/// use ctrlkit_podcontrol::{FakePodControl, PodControl};
+/// use k8s_openapi::api::core::v1::Pod;
+///
+/// let pods: Arc<dyn PodControl> = Arc::new(FakePodControl::new());
+/// let store = ConsistencyStore::disabled();
+/// // For one sync of the owner "ns/web":
+/// let recording: Arc<dyn PodControl> =
+///     Arc::new(Observed::new(pods.clone(), RecordWrites::<Pod>::new(store, "ns/web")));
+/// # let _ = recording;
+/// ```
+#[async_trait]
+impl<P, O> PodControl for Observed<P, O>
+where
+    P: PodControl,
+    O: WriteObserver<Pod>,
+{
+    async fn create_pods(
+        &self,
+        namespace: &str,
+        template: &PodTemplateSpec,
+        owner: &ObjectReference,
+        controller_ref: &OwnerReference,
+    ) -> Result<Pod, PodControlError> {
+        let pod = self
+            .inner()
+            .create_pods(namespace, template, owner, controller_ref)
+            .await?;
+        self.observer().created(&pod);
+        Ok(pod)
+    }
+
+    async fn delete_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        owner: &ObjectReference,
+        preconditions: Option<&Preconditions>,
+    ) -> Result<(), PodControlError> {
+        self.inner()
+            .delete_pod(namespace, name, owner, preconditions)
+            .await?;
+        self.observer().deleted(namespace, name);
+        Ok(())
+    }
+
+    async fn patch_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        patch: &serde_json::Value,
+    ) -> Result<Pod, PodControlError> {
+        let pod = self.inner().patch_pod(namespace, name, patch).await?;
+        self.observer().patched(&pod);
+        Ok(pod)
+    }
 }

@@ -1,52 +1,23 @@
-//! A recording [`PodControl`] for tests.
+//! A recording [`PodControl`] for tests: the generic
+//! [`FakeChildControl`] taking pod templates.
 
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use async_trait::async_trait;
+use ctrlkit_childcontrol::{FakeChildControl, WriteGate};
 use k8s_openapi::api::core::v1::{ObjectReference, Pod, PodTemplateSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Preconditions};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Preconditions};
+use kube::api::Patch;
 use serde_json::Value;
 
 use crate::template::pod_from_template;
 use crate::{PodControl, PodControlError};
 
-/// Which [`PodControl`] method a call was.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Operation {
-    /// [`PodControl::create_pods`].
-    Create,
-    /// [`PodControl::delete_pod`].
-    Delete,
-    /// [`PodControl::patch_pod`].
-    Patch,
-}
+pub use ctrlkit_childcontrol::{Operation, RecordedDelete};
 
 /// One recorded [`PodControl::create_pods`] call.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RecordedCreate {
-    /// The namespace passed in.
-    pub namespace: String,
-    /// The template passed in.
-    pub template: PodTemplateSpec,
-    /// The object events would be recorded against.
-    pub owner: ObjectReference,
-    /// The controller reference passed in.
-    pub controller_ref: OwnerReference,
-}
-
-/// One recorded [`PodControl::delete_pod`] call.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RecordedDelete {
-    /// The namespace passed in.
-    pub namespace: String,
-    /// The pod name passed in.
-    pub name: String,
-    /// The object events would be recorded against.
-    pub owner: ObjectReference,
-    /// The preconditions passed in, if any.
-    pub preconditions: Option<Preconditions>,
-}
+pub type RecordedCreate = ctrlkit_childcontrol::RecordedCreate<PodTemplateSpec>;
 
 /// One recorded [`PodControl::patch_pod`] call.
 #[derive(Clone, Debug, PartialEq)]
@@ -59,65 +30,13 @@ pub struct RecordedPatch {
     pub patch: Value,
 }
 
-type ErrorFn = Arc<dyn Fn() -> PodControlError + Send + Sync>;
-
-/// A rule that makes some future calls fail.
-struct FailureRule {
-    /// `None` matches every operation.
-    operation: Option<Operation>,
-    /// Matching calls still allowed to succeed before the rule fires.
-    skip: u64,
-    /// Matching calls left to fail once firing; `None` means forever.
-    remaining: Option<u64>,
-    make_error: ErrorFn,
-}
-
-#[derive(Default)]
-struct State {
-    creates: Vec<RecordedCreate>,
-    created: Vec<Pod>,
-    deletes: Vec<RecordedDelete>,
-    patches: Vec<RecordedPatch>,
-    rules: Vec<FailureRule>,
-    create_limit: Option<usize>,
-    /// Monotonic across [`FakePodControl::clear`] so names and UIDs never repeat.
-    next_id: u64,
-}
-
-impl State {
-    /// Consumes the injected failure, if any, that applies to the current call
-    /// of `operation`. Every rule matching the operation counts the call; the
-    /// first one that fires supplies the error.
-    fn injected_failure(&mut self, operation: Operation) -> Option<PodControlError> {
-        let mut error = None;
-        for rule in &mut self.rules {
-            if rule.operation.is_some_and(|op| op != operation) {
-                continue;
-            }
-            if rule.skip > 0 {
-                rule.skip -= 1;
-                continue;
-            }
-            if rule.remaining == Some(0) {
-                continue;
-            }
-            if let Some(n) = rule.remaining.as_mut() {
-                *n -= 1;
-            }
-            if error.is_none() {
-                error = Some((rule.make_error)());
-            }
-        }
-        self.rules.retain(|r| r.remaining != Some(0));
-        error
-    }
-}
-
 /// A [`PodControl`] that talks to no API server: it records every call and
 /// can be told to fail.
 ///
 /// Clones share their state, so a test can hand one clone to the code under
-/// test (e.g. as `Arc<dyn PodControl>`) and inspect another.
+/// test (e.g. as `Arc<dyn PodControl>`) and inspect another. It is the
+/// generic [`FakeChildControl`] of `ctrlkit-childcontrol` taking pod
+/// templates.
 ///
 /// # What it does on each call
 ///
@@ -125,11 +44,12 @@ impl State {
 /// upstream's fake does), so a test can see what a controller *attempted*.
 /// Then, in order:
 ///
-/// 1. an injected failure (see [`fail_next`](Self::fail_next),
+/// 1. the [write gate](Self::set_write_gate), if set, may refuse it;
+/// 2. an injected failure (see [`fail_next`](Self::fail_next),
 ///    [`fail_after`](Self::fail_after) and their per-operation forms) is
 ///    returned if one is due;
-/// 2. `create_pods` enforces [`set_create_limit`](Self::set_create_limit);
-/// 3. the call is carried out:
+/// 3. `create_pods` enforces [`set_create_limit`](Self::set_create_limit);
+/// 4. the call is carried out:
 ///    - `create_pods` validates and builds the pod exactly as the
 ///      real implementation does, with [`pod_from_template`](crate::pod_from_template)
 ///      (so the same templates are rejected), then fills in what the API server would: the
@@ -166,33 +86,43 @@ impl State {
 /// #     tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
 /// # }
 /// ```
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct FakePodControl {
-    state: Arc<Mutex<State>>,
+    pods: FakeChildControl<Pod, PodTemplateSpec>,
+}
+
+impl Default for FakePodControl {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl fmt::Debug for FakePodControl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let s = self.lock();
         f.debug_struct("FakePodControl")
-            .field("creates", &s.creates.len())
-            .field("deletes", &s.deletes.len())
-            .field("patches", &s.patches.len())
-            .field("failure_rules", &s.rules.len())
-            .field("create_limit", &s.create_limit)
-            .finish()
+            .field("creates", &self.pods.create_count())
+            .field("deletes", &self.pods.delete_count())
+            .field("patches", &self.pods.patch_count())
+            .finish_non_exhaustive()
     }
 }
 
 impl FakePodControl {
     /// A fake with nothing recorded and no failures planned.
     pub fn new() -> Self {
-        Self::default()
+        Self {
+            pods: FakeChildControl::with_builder(
+                |template: &PodTemplateSpec, _namespace, owner, controller_ref| {
+                    let owner_name = owner.name.as_deref().unwrap_or(&controller_ref.name);
+                    pod_from_template(template, owner_name, controller_ref)
+                },
+            ),
+        }
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
-        // A panicking test thread must not hide the records from the others.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    /// The generic fake behind this one (same state).
+    pub fn child_control(&self) -> &FakeChildControl<Pod, PodTemplateSpec> {
+        &self.pods
     }
 
     // ----- failure injection -------------------------------------------------
@@ -202,7 +132,7 @@ impl FakePodControl {
     where
         F: Fn() -> PodControlError + Send + Sync + 'static,
     {
-        self.push_rule(None, 0, Some(n), make_error);
+        self.pods.fail_next(n, make_error);
     }
 
     /// Lets the next `n` calls (of any operation) through, then makes every
@@ -212,7 +142,7 @@ impl FakePodControl {
     where
         F: Fn() -> PodControlError + Send + Sync + 'static,
     {
-        self.push_rule(None, n, None, make_error);
+        self.pods.fail_after(n, make_error);
     }
 
     /// Like [`fail_next`](Self::fail_next), counting only calls of `operation`.
@@ -220,7 +150,7 @@ impl FakePodControl {
     where
         F: Fn() -> PodControlError + Send + Sync + 'static,
     {
-        self.push_rule(Some(operation), 0, Some(n), make_error);
+        self.pods.fail_next_op(operation, n, make_error);
     }
 
     /// Like [`fail_after`](Self::fail_after), counting only calls of `operation`.
@@ -228,27 +158,12 @@ impl FakePodControl {
     where
         F: Fn() -> PodControlError + Send + Sync + 'static,
     {
-        self.push_rule(Some(operation), n, None, make_error);
-    }
-
-    fn push_rule<F>(&self, operation: Option<Operation>, skip: u64, remaining: Option<u64>, f: F)
-    where
-        F: Fn() -> PodControlError + Send + Sync + 'static,
-    {
-        if remaining == Some(0) {
-            return;
-        }
-        self.lock().rules.push(FailureRule {
-            operation,
-            skip,
-            remaining,
-            make_error: Arc::new(f),
-        });
+        self.pods.fail_after_op(operation, n, make_error);
     }
 
     /// Forgets every planned failure.
     pub fn clear_failures(&self) {
-        self.lock().rules.clear();
+        self.pods.clear_failures();
     }
 
     /// Makes every `create_pods` call beyond the first `limit` (counted since
@@ -256,7 +171,14 @@ impl FakePodControl {
     /// [`PodControlError::InvalidTemplate`] "not creating pod, limit reached".
     /// Like upstream's `CreateLimit`, for checking burst limits.
     pub fn set_create_limit(&self, limit: usize) {
-        self.lock().create_limit = Some(limit);
+        self.pods.set_create_limit(limit);
+    }
+
+    /// Checks every later call with `gate`, as
+    /// [`KubePodControl::with_write_gate`](crate::KubePodControl::with_write_gate)
+    /// does; `None` removes it. Refused calls are still recorded.
+    pub fn set_write_gate(&self, gate: Option<Arc<dyn WriteGate>>) {
+        self.pods.set_write_gate(gate);
     }
 
     /// Forgets every recorded call, the created pods and the create limit.
@@ -264,92 +186,86 @@ impl FakePodControl {
     /// [`clear_failures`](Self::clear_failures) for those. Generated names and
     /// UIDs keep counting up, so they never repeat.
     pub fn clear(&self) {
-        let mut s = self.lock();
-        s.creates.clear();
-        s.created.clear();
-        s.deletes.clear();
-        s.patches.clear();
-        s.create_limit = None;
+        self.pods.clear();
     }
 
     // ----- inspection --------------------------------------------------------
 
     /// The templates of every `create_pods` call, in call order.
     pub fn templates(&self) -> Vec<PodTemplateSpec> {
-        self.lock()
-            .creates
-            .iter()
-            .map(|c| c.template.clone())
-            .collect()
+        self.pods.templates()
     }
 
     /// The controller references of every `create_pods` call, in call order.
     pub fn controller_refs(&self) -> Vec<OwnerReference> {
-        self.lock()
-            .creates
-            .iter()
-            .map(|c| c.controller_ref.clone())
-            .collect()
+        self.pods.controller_refs()
     }
 
     /// Every `create_pods` call in full, in call order.
     pub fn creates(&self) -> Vec<RecordedCreate> {
-        self.lock().creates.clone()
+        self.pods.creates()
     }
 
     /// The pods successfully "created" and returned, in call order.
     pub fn created_pods(&self) -> Vec<Pod> {
-        self.lock().created.clone()
+        self.pods.created()
     }
 
     /// The pod names (without namespace) of every `delete_pod` call, in call
     /// order.
     pub fn deleted_pod_names(&self) -> Vec<String> {
-        self.lock().deletes.iter().map(|d| d.name.clone()).collect()
+        self.pods.deleted_names()
     }
 
     /// The `namespace/name` keys of every `delete_pod` call, in call order.
     pub fn deleted_pod_keys(&self) -> Vec<String> {
-        self.lock()
-            .deletes
-            .iter()
-            .map(|d| format!("{}/{}", d.namespace, d.name))
-            .collect()
+        self.pods.deleted_keys()
     }
 
     /// Every `delete_pod` call in full (including preconditions), in call
     /// order.
     pub fn deletes(&self) -> Vec<RecordedDelete> {
-        self.lock().deletes.clone()
+        self.pods.deletes()
     }
 
     /// The pod name and patch of every `patch_pod` call, in call order.
     pub fn patches(&self) -> Vec<(String, Value)> {
-        self.lock()
-            .patches
-            .iter()
-            .map(|p| (p.name.clone(), p.patch.clone()))
+        self.patch_calls()
+            .into_iter()
+            .map(|p| (p.name, p.patch))
             .collect()
     }
 
     /// Every `patch_pod` call in full, in call order.
     pub fn patch_calls(&self) -> Vec<RecordedPatch> {
-        self.lock().patches.clone()
+        self.pods
+            .patches()
+            .into_iter()
+            .map(|p| RecordedPatch {
+                namespace: p.namespace,
+                name: p.name,
+                patch: match p.patch {
+                    Patch::Strategic(v) | Patch::Merge(v) | Patch::Apply(v) => v,
+                    // `patch_pod` only ever sends strategic merge patches.
+                    _ => Value::Null,
+                },
+            })
+            .collect()
     }
 
     /// The number of `create_pods` calls, failed ones included.
     pub fn create_count(&self) -> usize {
-        self.lock().creates.len()
+        self.pods.create_count()
     }
 
     /// The number of `delete_pod` calls, failed ones included.
     pub fn delete_count(&self) -> usize {
-        self.lock().deletes.len()
+        self.pods.delete_count()
     }
 
     /// The number of `patch_pod` calls, failed ones included.
     pub fn patch_count(&self) -> usize {
-        self.lock().patches.len()
+        self.pods.patch_count()
     }
 }
 
@@ -362,35 +278,8 @@ impl PodControl for FakePodControl {
         owner: &ObjectReference,
         controller_ref: &OwnerReference,
     ) -> Result<Pod, PodControlError> {
-        let mut s = self.lock();
-        s.creates.push(RecordedCreate {
-            namespace: namespace.to_owned(),
-            template: template.clone(),
-            owner: owner.clone(),
-            controller_ref: controller_ref.clone(),
-        });
-        if let Some(err) = s.injected_failure(Operation::Create) {
-            return Err(err);
-        }
-        if let Some(limit) = s.create_limit
-            && s.creates.len() > limit
-        {
-            return Err(PodControlError::InvalidTemplate(format!(
-                "not creating pod, limit {limit} already reached (create call {})",
-                s.creates.len()
-            )));
-        }
-        let owner_name = owner.name.as_deref().unwrap_or(&controller_ref.name);
-        let mut pod = pod_from_template(template, owner_name, controller_ref)?;
-        let id = s.next_id;
-        s.next_id += 1;
-        let prefix = pod.metadata.generate_name.clone().unwrap_or_default();
-        pod.metadata.name = Some(format!("{prefix}{id}"));
-        pod.metadata.namespace = Some(namespace.to_owned());
-        pod.metadata.uid = Some(fake_uid(id));
-        pod.metadata.resource_version = Some((id + 1).to_string());
-        s.created.push(pod.clone());
-        Ok(pod)
+        self.pods
+            .create_from(namespace, template, owner, controller_ref)
     }
 
     async fn delete_pod(
@@ -400,17 +289,8 @@ impl PodControl for FakePodControl {
         owner: &ObjectReference,
         preconditions: Option<&Preconditions>,
     ) -> Result<(), PodControlError> {
-        let mut s = self.lock();
-        s.deletes.push(RecordedDelete {
-            namespace: namespace.to_owned(),
-            name: name.to_owned(),
-            owner: owner.clone(),
-            preconditions: preconditions.cloned(),
-        });
-        match s.injected_failure(Operation::Delete) {
-            Some(err) => Err(err),
-            None => Ok(()),
-        }
+        self.pods
+            .delete_named(namespace, name, owner, preconditions)
     }
 
     async fn patch_pod(
@@ -419,69 +299,8 @@ impl PodControl for FakePodControl {
         name: &str,
         patch: &Value,
     ) -> Result<Pod, PodControlError> {
-        let mut s = self.lock();
-        s.patches.push(RecordedPatch {
-            namespace: namespace.to_owned(),
-            name: name.to_owned(),
-            patch: patch.clone(),
-        });
-        if let Some(err) = s.injected_failure(Operation::Patch) {
-            return Err(err);
-        }
-        drop(s);
-        let base = Pod {
-            metadata: ObjectMeta {
-                name: Some(name.to_owned()),
-                namespace: Some(namespace.to_owned()),
-                ..ObjectMeta::default()
-            },
-            ..Pod::default()
-        };
-        let mut doc = serde_json::to_value(&base)
-            .map_err(|e| PodControlError::InvalidPatch(e.to_string()))?;
-        merge(&mut doc, patch);
-        serde_json::from_value(doc).map_err(|e| PodControlError::InvalidPatch(e.to_string()))
-    }
-}
-
-/// A UUID-shaped, deterministic UID for the `id`th created pod.
-fn fake_uid(id: u64) -> String {
-    format!("00000000-0000-4000-8000-{id:012x}")
-}
-
-/// Merges `patch` into `target`: a simplified strategic merge (see
-/// [`FakePodControl`]'s docs for exactly what is supported).
-fn merge(target: &mut Value, patch: &Value) {
-    match (target, patch) {
-        (Value::Object(t), Value::Object(p)) => {
-            for (key, value) in p {
-                if key.starts_with('$') {
-                    continue;
-                }
-                if value.is_null() {
-                    t.remove(key);
-                } else {
-                    merge(t.entry(key.clone()).or_insert(Value::Null), value);
-                }
-            }
-        }
-        (target, Value::Array(items)) => {
-            let kept = items
-                .iter()
-                .filter(|item| item.get("$patch").and_then(Value::as_str) != Some("delete"))
-                .map(|item| {
-                    let mut clean = Value::Null;
-                    merge(&mut clean, item);
-                    clean
-                })
-                .collect();
-            *target = Value::Array(kept);
-        }
-        (target, Value::Object(p)) => {
-            *target = Value::Object(serde_json::Map::new());
-            merge(target, &Value::Object(p.clone()));
-        }
-        (target, value) => *target = value.clone(),
+        self.pods
+            .patch_named(namespace, name, &Patch::Strategic(patch.clone()))
     }
 }
 
@@ -489,6 +308,7 @@ fn merge(target: &mut Value, patch: &Value) {
 mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::PodSpec;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
     use serde_json::json;
     use std::collections::BTreeMap;
 

@@ -13,7 +13,9 @@
 //! - [`PodControl`] — the trait: `create_pods`, `delete_pod`, `patch_pod`.
 //!   Controllers hold an `Arc<dyn PodControl>`, so the API-backed
 //!   implementation can be swapped for a fake in tests.
-//! - [`KubePodControl`] — the real implementation over a [`kube::Client`].
+//! - [`KubePodControl`] — the real implementation over a [`kube::Client`]:
+//!   `ctrlkit-childcontrol`'s generic `KubeChildControl<Pod>` with a pod
+//!   template in front.
 //!   It builds each pod from the template ([`pod_from_template`]): the
 //!   template's labels, annotations, finalizers and spec, a `generateName` of
 //!   `<owner>-` so the API server picks unique names, and an owner reference
@@ -31,7 +33,12 @@
 //!   not-ready pods first, then by `pod-deletion-cost`, crowding on nodes,
 //!   age in logarithmic buckets, restarts), matching the kube-controller-manager.
 //!
-//! Errors are [`PodControlError`]s, with helpers such as
+//! Any pod control can be wrapped in `ctrlkit-childcontrol`'s `Observed`
+//! (e.g. with `RecordWrites<Pod>` for read-own-writes), and
+//! `Arc<dyn PodControl>` is itself a `PodControl`.
+//!
+//! Errors are [`PodControlError`]s (the same type as
+//! `ctrlkit_childcontrol::ChildControlError`), with helpers such as
 //! [`is_not_found`](PodControlError::is_not_found) and
 //! [`is_namespace_terminating`](PodControlError::is_namespace_terminating).
 //! Deleting a pod that is already gone is not an error.

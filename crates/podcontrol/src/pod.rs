@@ -165,19 +165,17 @@ pub fn count_terminating_pods<P: Borrow<Pod>>(pods: impl IntoIterator<Item = P>)
         .count()
 }
 
-/// The owner reference marked `controller: true`, if the pod has one.
+/// The owner reference marked `controller: true`, if the pod has one
+/// ([`ctrlkit_informer::controller_ref`] of its metadata).
 pub fn controller_of(pod: &Pod) -> Option<&OwnerReference> {
-    pod.metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .find(|r| r.controller == Some(true))
+    ctrlkit_informer::controller_ref(&pod.metadata)
 }
 
 /// Whether the pod's controller reference points at the object with UID
-/// `owner_uid`.
+/// `owner_uid` ([`ctrlkit_informer::is_controlled_by`] of its metadata: an
+/// empty `owner_uid` never matches).
 pub fn is_controlled_by(pod: &Pod, owner_uid: &str) -> bool {
-    controller_of(pod).is_some_and(|r| r.uid == owner_uid)
+    ctrlkit_informer::is_controlled_by(&pod.metadata, owner_uid)
 }
 
 /// The pods controlled by the owner with UID `owner_uid` whose labels also

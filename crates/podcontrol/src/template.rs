@@ -4,6 +4,7 @@ use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
 use crate::PodControlError;
+pub use ctrlkit_childcontrol::validate_controller_ref;
 
 /// Longest prefix the API server keeps from a `generateName` before it
 /// appends its 5 random characters (pod names stay within 63 characters).
@@ -11,34 +12,6 @@ pub const MAX_GENERATED_NAME_PREFIX_LEN: usize = 58;
 
 /// Longest DNS-1123 subdomain, the limit on object names and name prefixes.
 const MAX_DNS_SUBDOMAIN_LEN: usize = 253;
-
-/// Checks that `controller_ref` can be the controlling owner reference of a
-/// new pod.
-///
-/// It must name its API version, kind, name and UID, and set both
-/// `controller` and `blockOwnerDeletion` to `true`: a controller that creates
-/// pods owns them, and garbage collection of the owner must wait for them.
-/// (Upstream checks the API version, kind and the two flags; the name and
-/// UID checks are ours, since the API server rejects such a reference
-/// anyway.)
-pub fn validate_controller_ref(controller_ref: &OwnerReference) -> Result<(), PodControlError> {
-    let problem = if controller_ref.api_version.is_empty() {
-        "controllerRef has empty apiVersion"
-    } else if controller_ref.kind.is_empty() {
-        "controllerRef has empty kind"
-    } else if controller_ref.name.is_empty() {
-        "controllerRef has empty name"
-    } else if controller_ref.uid.is_empty() {
-        "controllerRef has empty uid"
-    } else if controller_ref.controller != Some(true) {
-        "controllerRef.controller is not set to true"
-    } else if controller_ref.block_owner_deletion != Some(true) {
-        "controllerRef.blockOwnerDeletion is not set to true"
-    } else {
-        return Ok(());
-    };
-    Err(PodControlError::InvalidTemplate(problem.to_owned()))
-}
 
 /// The `generateName` for pods of the owner called `owner_name`.
 ///

@@ -1,6 +1,6 @@
 //! What the ref manager needs to know about a dependent object.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 /// An object that can be owned by a controller: anything with Kubernetes
 /// object metadata (UID, name, namespace, labels, owner references, deletion
@@ -22,26 +22,10 @@ impl<K: kube::Resource> Dependent for K {
     }
 }
 
-/// The object's controller reference: its first owner reference with
-/// `controller: true`, or `None` for an orphan.
-///
-/// References with `controller` unset or `false` are ordinary owners (for
-/// garbage collection only) and do not make the object controlled.
-pub fn controller_ref(meta: &ObjectMeta) -> Option<&OwnerReference> {
-    meta.owner_references
-        .iter()
-        .flatten()
-        .find(|r| r.controller == Some(true))
-}
-
-/// Whether `meta` is controlled by the owner with UID `owner_uid`.
-///
-/// An empty `owner_uid` never matches, so an owner that has not been stored
-/// yet cannot be mistaken for the controller of objects whose controller
-/// reference lacks a UID.
-pub fn is_controlled_by(meta: &ObjectMeta, owner_uid: &str) -> bool {
-    !owner_uid.is_empty() && controller_ref(meta).is_some_and(|r| r.uid == owner_uid)
-}
+/// The object's controller reference and "is it controlled by this UID?":
+/// the workspace's one implementation, in `ctrlkit-informer` (an empty
+/// owner UID never matches).
+pub use ctrlkit_informer::{controller_ref, is_controlled_by};
 
 /// The object's UID, treating an empty string as absent.
 pub(crate) fn uid(meta: &ObjectMeta) -> Option<&str> {
@@ -61,6 +45,7 @@ pub(crate) fn name(meta: &ObjectMeta) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
     fn owner_ref(uid: &str, controller: Option<bool>) -> OwnerReference {
         OwnerReference {
