@@ -7,10 +7,11 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
-use super::config::ManagerConfig;
+use super::config::{ManagerConfig, SecureMetricsConfig};
 use super::kubeconfig::KubeConfigSource;
 use super::leader::{LeaderElectionConfig, default_identity};
 use super::logging::{LogFilter, LogFormat};
+use super::metrics_tls::TlsFiles;
 
 /// The flags every controller binary shares. Flatten it into the binary's
 /// own parser:
@@ -81,6 +82,32 @@ pub struct ManagerArgs {
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
     pub metrics_addr: ListenAddr,
 
+    /// Serve /metrics over HTTPS, and only to clients whose bearer token
+    /// the API server accepts (TokenReview) and who may get the
+    /// non-resource URL /metrics (SubjectAccessReview), as
+    /// controller-runtime's secure metrics. Needs create on tokenreviews and
+    /// subjectaccessreviews, and an address other than --health-addr.
+    /// "false": plain HTTP to anyone who can connect, so keep
+    /// --metrics-addr on loopback.
+    #[arg(long, value_name = "BOOL", default_value_t = false, num_args = 0..=1,
+          default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub metrics_secure: bool,
+
+    /// With --metrics-secure: the directory holding the certificate and
+    /// key to serve (reloaded when they change), e.g. a mounted
+    /// kubernetes.io/tls Secret. Without it a self-signed certificate is
+    /// generated at start.
+    #[arg(long, value_name = "DIR", requires = "metrics_secure")]
+    pub metrics_cert_path: Option<PathBuf>,
+
+    /// The certificate file (PEM, leaf first) in --metrics-cert-path.
+    #[arg(long, value_name = "FILE", default_value = "tls.crt")]
+    pub metrics_cert_name: String,
+
+    /// The private key file (PEM) in --metrics-cert-path.
+    #[arg(long, value_name = "FILE", default_value = "tls.key")]
+    pub metrics_cert_key: String,
+
     /// Where to serve /healthz (liveness) and /readyz (caches synced, and
     /// leading or a ready stand-by), same syntax as --metrics-addr; may
     /// equal it.
@@ -131,6 +158,11 @@ impl ManagerArgs {
                 renew_deadline: self.renew_deadline,
             }),
             metrics_addr: self.metrics_addr.0,
+            secure_metrics: self.metrics_secure.then(|| SecureMetricsConfig {
+                tls_files: self.metrics_cert_path.as_deref().map(|dir| {
+                    TlsFiles::in_dir(dir, &self.metrics_cert_name, &self.metrics_cert_key)
+                }),
+            }),
             health_addr: self.health_addr.0,
             shutdown_grace_period: self.shutdown_grace_period,
             ready_when_standby: self.ready_when_standby,
@@ -225,7 +257,9 @@ mod tests {
             args.health_addr,
             ListenAddr(Some("127.0.0.1:8081".parse().unwrap()))
         );
+        assert!(!args.metrics_secure);
         let config = args.config("replicaset-controller");
+        assert_eq!(config.secure_metrics, None, "plain metrics by default");
         assert_eq!(config.name, "replicaset-controller");
         assert!(config.leader_election.is_none());
         assert_eq!(config.validate(), Ok(()));
@@ -337,6 +371,53 @@ mod tests {
         );
         assert_eq!(config.kube.context.as_deref(), Some("prod"));
         assert_eq!(config.namespace.as_deref(), Some("team-a"));
+    }
+
+    #[test]
+    fn secure_metrics_flags() {
+        let config = parse(&["--metrics-secure", "--metrics-addr", ":8443"])
+            .unwrap()
+            .config("bin");
+        assert_eq!(
+            config.secure_metrics,
+            Some(SecureMetricsConfig { tls_files: None }),
+            "self-signed without a certificate directory"
+        );
+        assert_eq!(config.validate(), Ok(()));
+
+        let config = parse(&[
+            "--metrics-secure=true",
+            "--metrics-cert-path",
+            "/certs",
+            "--metrics-cert-key",
+            "key.pem",
+        ])
+        .unwrap()
+        .config("bin");
+        let files = config.secure_metrics.unwrap().tls_files.unwrap();
+        assert_eq!(files.cert, std::path::Path::new("/certs/tls.crt"));
+        assert_eq!(files.key, std::path::Path::new("/certs/key.pem"));
+
+        let off = parse(&["--metrics-secure=false"]).unwrap().config("bin");
+        assert_eq!(off.secure_metrics, None);
+        // A certificate without secure serving is a mistake, not a no-op.
+        let err = parse(&["--metrics-cert-path", "/certs"]).unwrap_err();
+        assert!(err.to_string().contains("--metrics-secure"), "{err}");
+        // Secure metrics on the probes' address would demand tokens from
+        // the kubelet.
+        let shared = parse(&[
+            "--metrics-secure",
+            "--metrics-addr",
+            ":8081",
+            "--health-addr",
+            ":8081",
+        ])
+        .unwrap()
+        .config("bin");
+        assert_eq!(
+            shared.validate(),
+            Err(ConfigError::SecureMetricsShareHealthAddress)
+        );
     }
 
     #[test]

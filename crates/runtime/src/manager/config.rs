@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::kubeconfig::KubeConfigSource;
 use super::leader::{LeaderElectionConfig, MIN_RENEW_DEADLINE};
+use super::metrics_tls::TlsFiles;
 
 /// How long in-flight work may take to drain after a shutdown signal
 /// (controller-runtime's `GracefulShutdownTimeout` default). Keep the
@@ -32,8 +33,15 @@ pub struct ManagerConfig {
     pub leader_election: Option<LeaderElectionConfig>,
     /// Where to serve `/metrics`; `None` disables it.
     pub metrics_addr: Option<SocketAddr>,
+    /// `Some` to serve `/metrics` over HTTPS to authenticated and
+    /// authorized scrapers only (see the [module
+    /// docs](super#secure-metrics)); `None` serves plain HTTP to anyone
+    /// who can reach `metrics_addr`.
+    pub secure_metrics: Option<SecureMetricsConfig>,
     /// Where to serve `/healthz` and `/readyz`; `None` disables them. May
-    /// equal `metrics_addr`: one server then serves all three paths.
+    /// equal `metrics_addr` (one server then serves all three paths),
+    /// except with `secure_metrics` (then port 0 for both means two
+    /// servers on two ephemeral ports).
     pub health_addr: Option<SocketAddr>,
     /// How long runnables may take to drain after shutdown is requested
     /// before they are aborted and the manager fails.
@@ -54,6 +62,7 @@ impl ManagerConfig {
             namespace: None,
             leader_election: None,
             metrics_addr: None,
+            secure_metrics: None,
             health_addr: None,
             shutdown_grace_period: DEFAULT_SHUTDOWN_GRACE_PERIOD,
             ready_when_standby: true,
@@ -68,11 +77,28 @@ impl ManagerConfig {
         if self.namespace.as_deref() == Some("") {
             return Err(ConfigError::EmptyNamespace);
         }
+        // Port 0 twice is two ephemeral ports: two servers.
+        if let (Some(_), Some(metrics)) = (&self.secure_metrics, self.metrics_addr)
+            && Some(metrics) == self.health_addr
+            && metrics.port() != 0
+        {
+            return Err(ConfigError::SecureMetricsShareHealthAddress);
+        }
         match &self.leader_election {
             Some(election) => election.validate(),
             None => Ok(()),
         }
     }
+}
+
+/// How the secure `/metrics` endpoint presents itself (`--metrics-secure`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SecureMetricsConfig {
+    /// The certificate and key to serve, reloaded when the files change;
+    /// `None` generates a self-signed certificate for `localhost` at
+    /// start, as controller-runtime does (scrapers must then skip
+    /// verification).
+    pub tls_files: Option<TlsFiles>,
 }
 
 /// A configuration the manager refuses to start with. Binaries exit with
@@ -85,6 +111,13 @@ pub enum ConfigError {
     /// `--namespace ""`.
     #[error("the namespace to watch must not be empty (omit --namespace to watch all namespaces)")]
     EmptyNamespace,
+    /// `--metrics-secure` with `/metrics` on the health address: the
+    /// kubelet probes `/healthz` and `/readyz` over plain HTTP and without
+    /// a token.
+    #[error(
+        "secure metrics need their own address: --metrics-addr must differ from --health-addr, whose probes use plain HTTP without a token"
+    )]
+    SecureMetricsShareHealthAddress,
     /// A lease duration with a fraction of a second.
     #[error("lease durations must be whole seconds")]
     FractionalLeaseDuration,
@@ -132,9 +165,29 @@ mod tests {
         let config = ManagerConfig::new("m");
         assert_eq!(config.validate(), Ok(()));
         assert_eq!(config.metrics_addr, None);
+        assert_eq!(config.secure_metrics, None);
         assert_eq!(config.health_addr, None);
         assert_eq!(config.shutdown_grace_period, Duration::from_secs(30));
         assert!(config.ready_when_standby);
+    }
+
+    #[test]
+    fn secure_metrics_need_their_own_address() {
+        let mut config = ManagerConfig::new("m");
+        config.metrics_addr = Some("127.0.0.1:8080".parse().unwrap());
+        config.health_addr = config.metrics_addr;
+        assert_eq!(config.validate(), Ok(()), "plain metrics may share");
+        config.secure_metrics = Some(SecureMetricsConfig::default());
+        assert_eq!(
+            config.validate(),
+            Err(ConfigError::SecureMetricsShareHealthAddress)
+        );
+        config.health_addr = Some("127.0.0.1:8081".parse().unwrap());
+        assert_eq!(config.validate(), Ok(()));
+        // Ephemeral ports are two servers on two ports.
+        config.metrics_addr = Some("127.0.0.1:0".parse().unwrap());
+        config.health_addr = config.metrics_addr;
+        assert_eq!(config.validate(), Ok(()));
     }
 
     #[test]

@@ -13,9 +13,12 @@ use axum::routing::get;
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
+use tokio_rustls::rustls::ServerConfig;
 use tokio_util::sync::CancellationToken;
 
 use super::error::ManagerError;
+use super::metrics_auth::MetricsAuthFilter;
+use super::metrics_tls::TlsListener;
 use super::status::{Endpoints, ManagerStatus};
 
 /// The content type of prometheus-client's text encoding (OpenMetrics),
@@ -38,14 +41,22 @@ impl HttpServer {
     }
 }
 
+/// `/metrics` over HTTPS with authentication and authorization.
+pub(crate) struct SecureMetrics {
+    pub(crate) tls: Arc<ServerConfig>,
+    pub(crate) filter: Arc<MetricsAuthFilter>,
+}
+
 /// Binds the metrics and health servers (one server when the addresses
-/// are equal), logs the bound addresses and publishes them in `status`.
-/// Returns once every socket is bound, so a bind error (address in use, no
-/// permission) is reported before anything else starts.
+/// are equal and metrics are plain), logs the bound addresses and
+/// publishes them in `status`. Returns once every socket is bound, so a
+/// bind error (address in use, no permission) is reported before anything
+/// else starts.
 pub(crate) async fn start(
     metrics_addr: Option<SocketAddr>,
     health_addr: Option<SocketAddr>,
     registry: Arc<Registry>,
+    secure: Option<SecureMetrics>,
     status: &ManagerStatus,
     stop: &CancellationToken,
 ) -> Result<Vec<HttpServer>, ManagerError> {
@@ -55,8 +66,9 @@ pub(crate) async fn start(
         health: None,
     };
     match (metrics_addr, health_addr) {
-        (Some(m), Some(h)) if m == h => {
-            let server = serve(m, router(Some(registry), Some(status.clone())), stop).await?;
+        (Some(m), Some(h)) if m == h && secure.is_none() => {
+            let app = router(Some(registry), Some(status.clone()));
+            let server = serve(m, app, None, stop).await?;
             tracing::info!(addr = %server.local_addr, "serving /metrics, /healthz and /readyz");
             bound.metrics = Some(server.local_addr);
             bound.health = Some(server.local_addr);
@@ -64,13 +76,27 @@ pub(crate) async fn start(
         }
         (metrics, health) => {
             if let Some(addr) = metrics {
-                let server = serve(addr, router(Some(registry), None), stop).await?;
-                tracing::info!(addr = %server.local_addr, "serving /metrics");
+                let mut app = router(Some(registry), None);
+                let tls = match secure {
+                    Some(secure) => {
+                        app = secure.filter.protect(app);
+                        Some(secure.tls)
+                    }
+                    None => None,
+                };
+                let https = tls.is_some();
+                let server = serve(addr, app, tls, stop).await?;
+                match https {
+                    true => {
+                        tracing::info!(addr = %server.local_addr, "serving /metrics over HTTPS to authorized scrapers")
+                    }
+                    false => tracing::info!(addr = %server.local_addr, "serving /metrics"),
+                }
                 bound.metrics = Some(server.local_addr);
                 servers.push(server);
             }
             if let Some(addr) = health {
-                let server = serve(addr, router(None, Some(status.clone())), stop).await?;
+                let server = serve(addr, router(None, Some(status.clone())), None, stop).await?;
                 tracing::info!(addr = %server.local_addr, "serving /healthz and /readyz");
                 bound.health = Some(server.local_addr);
                 servers.push(server);
@@ -103,27 +129,38 @@ fn router(registry: Option<Arc<Registry>>, status: Option<ManagerStatus>) -> Rou
     router
 }
 
+/// Serves `app` on `addr`, over TLS with `tls`.
 async fn serve(
     addr: SocketAddr,
     app: Router,
+    tls: Option<Arc<ServerConfig>>,
     stop: &CancellationToken,
 ) -> Result<HttpServer, ManagerError> {
-    let listener = TcpListener::bind(addr)
-        .await
-        .map_err(|source| ManagerError::Bind { addr, source })?;
-    let local_addr = listener
-        .local_addr()
-        .map_err(|source| ManagerError::Bind { addr, source })?;
+    let bind_error = |source| ManagerError::Bind { addr, source };
+    let listener = TcpListener::bind(addr).await.map_err(bind_error)?;
+    let local_addr = listener.local_addr().map_err(bind_error)?;
     let stop = stop.clone();
-    let task = tokio::spawn(async move {
-        let served = axum::serve(listener, app)
-            .with_graceful_shutdown(async move { stop.cancelled().await })
-            .await;
-        if let Err(error) = served {
-            tracing::error!(%error, "HTTP endpoint server failed");
+    let task = match tls {
+        None => tokio::spawn(run(listener, app, stop)),
+        Some(tls) => {
+            let listener = TlsListener::new(listener, tls).map_err(bind_error)?;
+            tokio::spawn(run(listener, app, stop))
         }
-    });
+    };
     Ok(HttpServer { local_addr, task })
+}
+
+async fn run<L>(listener: L, app: Router, stop: CancellationToken)
+where
+    L: axum::serve::Listener,
+    L::Addr: std::fmt::Debug,
+{
+    let served = axum::serve(listener, app)
+        .with_graceful_shutdown(async move { stop.cancelled().await })
+        .await;
+    if let Err(error) = served {
+        tracing::error!(%error, "HTTP endpoint server failed");
+    }
 }
 
 async fn metrics(State(registry): State<Arc<Registry>>) -> Response {

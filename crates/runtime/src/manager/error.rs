@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::config::ConfigError;
+use super::metrics_tls::MetricsTlsError;
 use super::runnable::BoxError;
 
 /// Why a [`Manager`](super::Manager) could not start, or why it stopped
@@ -50,6 +51,10 @@ pub enum ManagerError {
         #[source]
         source: std::io::Error,
     },
+    /// The secure metrics endpoint's certificate could not be loaded or
+    /// generated.
+    #[error("cannot serve /metrics over HTTPS")]
+    MetricsTls(#[source] MetricsTlsError),
     /// Signal handlers could not be installed.
     #[error("cannot install signal handlers")]
     Signals(#[source] std::io::Error),

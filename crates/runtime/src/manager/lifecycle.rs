@@ -21,10 +21,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::args::ManagerArgs;
 use super::config::{ConfigError, ManagerConfig};
-use super::endpoints;
+use super::endpoints::{self, SecureMetrics};
 use super::error::{ManagerError, error_chain};
 use super::fence::{FenceDriver, LeaderFence};
 use super::leader::LeaderElector;
+use super::metrics_auth::{KubeMetricsAuth, MetricsAuth, MetricsAuthFilter};
+use super::metrics_tls;
 use super::runnable::{BoxError, Runnable};
 use super::signals::shutdown_on_signals;
 use super::status::ManagerStatus;
@@ -58,6 +60,7 @@ pub struct Manager {
     fence: LeaderFence,
     status: ManagerStatus,
     leader_gauge: Option<LeaderGauge>,
+    metrics_auth: Option<Arc<dyn MetricsAuth>>,
 }
 
 impl fmt::Debug for Manager {
@@ -122,6 +125,7 @@ impl Manager {
             fence,
             status,
             leader_gauge,
+            metrics_auth: None,
         })
     }
 
@@ -204,6 +208,14 @@ impl Manager {
         }
     }
 
+    /// Who authenticates and authorizes scrapers of the secure `/metrics`
+    /// endpoint (with [`ManagerConfig::secure_metrics`]); by default a
+    /// [`KubeMetricsAuth`] on the manager's client.
+    pub fn set_metrics_auth(&mut self, auth: Arc<dyn MetricsAuth>) -> &mut Self {
+        self.metrics_auth = Some(auth);
+        self
+    }
+
     /// Adds a runnable; it starts when [`run`](Self::run) gets to it.
     pub fn add(&mut self, runnable: impl Runnable) -> &mut Self {
         self.add_boxed(Box::new(runnable))
@@ -241,6 +253,7 @@ impl Manager {
             fence: _,
             status,
             leader_gauge,
+            metrics_auth,
         } = self;
         let mut names = HashSet::new();
         if let Some(duplicate) = runnables
@@ -255,10 +268,18 @@ impl Manager {
         // in-flight work finishes. Dropping `run` stops them too.
         let endpoints_stop = CancellationToken::new();
         let _endpoints_guard = endpoints_stop.clone().drop_guard();
+        let secure = match secure_metrics(&config, &client, metrics_auth) {
+            Ok(secure) => secure,
+            Err(error) => {
+                status.endpoints_never();
+                return Err(error);
+            }
+        };
         let servers = match endpoints::start(
             config.metrics_addr,
             config.health_addr,
             Arc::new(registry),
+            secure,
             &status,
             &endpoints_stop,
         )
@@ -298,6 +319,25 @@ impl Manager {
         }
         result
     }
+}
+
+/// The TLS configuration and the filter of the secure `/metrics`
+/// endpoint, when it is configured and served.
+fn secure_metrics(
+    config: &ManagerConfig,
+    client: &kube::Client,
+    auth: Option<Arc<dyn MetricsAuth>>,
+) -> Result<Option<SecureMetrics>, ManagerError> {
+    let (Some(secure), Some(_)) = (&config.secure_metrics, config.metrics_addr) else {
+        return Ok(None);
+    };
+    let tls =
+        metrics_tls::server_config(secure.tls_files.as_ref()).map_err(ManagerError::MetricsTls)?;
+    let auth = auth.unwrap_or_else(|| Arc::new(KubeMetricsAuth::new(client.clone())));
+    Ok(Some(SecureMetrics {
+        tls,
+        filter: Arc::new(MetricsAuthFilter::new(auth)),
+    }))
 }
 
 fn name_label(lease: &str) -> Vec<(String, String)> {

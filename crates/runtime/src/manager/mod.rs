@@ -52,8 +52,9 @@
 //! operator expects:
 //!
 //! 1. serve `/metrics`, `/healthz` and `/readyz` (one server when
-//!    `--metrics-addr` equals `--health-addr`); a port in use fails here,
-//!    before anything else starts;
+//!    `--metrics-addr` equals `--health-addr`; `/metrics` over HTTPS with
+//!    [secure metrics](#secure-metrics)); a port in use or an unreadable
+//!    certificate fails here, before anything else starts;
 //! 2. start the informer factory and wait for its caches, then for every
 //!    runnable's [`has_synced`](Runnable::has_synced). Stand-bys do this
 //!    too, so a replica that wins the lease acts at once on warm caches;
@@ -151,6 +152,41 @@
 //! and count every stand-by against PodDisruptionBudgets. Set it to false
 //! when a Service should route only to the leader.
 //!
+//! # Secure metrics
+//!
+//! By default `/metrics` is plain HTTP on `127.0.0.1:8080`: nothing off the
+//! pod can read it. To let Prometheus scrape it across the cluster without
+//! opening it to everyone, `--metrics-secure` (controller-runtime's and
+//! kubebuilder's flag; [`ManagerConfig::secure_metrics`]) serves it the way
+//! controller-runtime's `filters.WithAuthenticationAndAuthorization` with
+//! `SecureServing` does:
+//!
+//! - over HTTPS (HTTP/1.1 only), with the certificate and key in
+//!   `--metrics-cert-path` (`tls.crt` and `tls.key` unless
+//!   `--metrics-cert-name` / `--metrics-cert-key` say otherwise), read
+//!   again on the first connection after either file changes, so a
+//!   rotated Secret is picked up without a restart; without a directory,
+//!   with a self-signed certificate for `localhost` and `127.0.0.1`
+//!   generated at start (scrapers then skip verification);
+//! - only to requests with `Authorization: Bearer <token>` where the API
+//!   server accepts the token (a TokenReview) and allows its user the
+//!   request (a SubjectAccessReview for the non-resource URL: verb `get`,
+//!   path `/metrics`). No or a malformed header, or an invalid token:
+//!   `401`; not allowed: `403 Authorization denied for user <name>`; a
+//!   review that fails or takes over 10 s: `500`, with the cause logged.
+//!   Token reviews are cached for 1 minute, allowed requests for 5
+//!   minutes, denied ones for 30 s (controller-runtime's TTLs); failures
+//!   are not cached;
+//! - on its own address: `--metrics-addr` must differ from
+//!   `--health-addr`, whose probes stay plain HTTP without a token.
+//!
+//! The process's ServiceAccount needs `create` on `tokenreviews`
+//! (`authentication.k8s.io`) and `subjectaccessreviews`
+//! (`authorization.k8s.io`); the scraper's needs `get` on the
+//! non-resource URL `/metrics`. [`KubeMetricsAuth`] does the reviews on the
+//! manager's client; [`Manager::set_metrics_auth`] puts any other
+//! [`MetricsAuth`] in its place.
+//!
 //! # Logging
 //!
 //! [`init_logging`] (called by [`run_main`]) writes `tracing` events to
@@ -180,6 +216,8 @@ mod kubeconfig;
 mod leader;
 mod lifecycle;
 mod logging;
+mod metrics_auth;
+mod metrics_tls;
 mod renewals;
 mod runnable;
 mod signals;
@@ -187,13 +225,17 @@ mod status;
 
 pub use args::{ListenAddr, ManagerArgs, parse_seconds};
 pub use binary::{exit_code, run_main};
-pub use config::{ConfigError, DEFAULT_SHUTDOWN_GRACE_PERIOD, ManagerConfig};
+pub use config::{ConfigError, DEFAULT_SHUTDOWN_GRACE_PERIOD, ManagerConfig, SecureMetricsConfig};
 pub use error::ManagerError;
 pub use fence::{FenceClosed, FenceDriver, LeaderFence};
 pub use kubeconfig::KubeConfigSource;
 pub use leader::{LeaderElectionConfig, default_identity};
 pub use lifecycle::Manager;
 pub use logging::{LogFilter, LogFormat, init_logging};
+pub use metrics_auth::{
+    AccessDecision, KubeMetricsAuth, MetricsAuth, MetricsAuthError, NonResourceRequest, UserInfo,
+};
+pub use metrics_tls::{MetricsTlsError, TlsFiles};
 pub use runnable::{BoxError, FnRunnable, Runnable};
 pub use signals::shutdown_on_signals;
 pub use status::{Endpoints, ManagerStatus, Readiness};
