@@ -1,0 +1,28 @@
+//! `webapp-operator`: runs the WebApp controller under ctrlkit's manager
+//! (leader election, /metrics, /healthz, /readyz, graceful drain), or
+//! prints the CRD with `--print-crd`.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use ctrlkit::runtime::manager::run_main;
+use ctrlkit_example_webapp::controller::{Cli, NAME, add_to};
+use ctrlkit_example_webapp::resource::crd_yaml;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if cli.print_crd {
+        return match crd_yaml() {
+            Ok(yaml) => {
+                print!("{yaml}");
+                ExitCode::SUCCESS
+            }
+            Err(error) => {
+                eprintln!("{NAME}: error: cannot serialize the CRD: {error}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    run_main(NAME, &cli.manager, |manager| add_to(manager, &cli)).await
+}
