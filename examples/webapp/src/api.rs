@@ -58,14 +58,18 @@ pub trait WebAppApi: Send + Sync {
 
 /// The JSON patch adding [`FINALIZER`] to `app`'s finalizers.
 ///
-/// It first tests that the list is still the one the reconcile saw: the
-/// API server does not deduplicate finalizers, and a patch on a list that
-/// changed meanwhile fails (409 is retried) instead of adding twice or
-/// overwriting someone else's.
+/// It first tests that the object did not change in the way that matters
+/// since the reconcile read it: the API server does not deduplicate
+/// finalizers, and a patch on a list that changed meanwhile must fail (409,
+/// retried) rather than add ours twice or overwrite someone else's. With
+/// finalizers present it tests the list; without, it tests the
+/// resourceVersion (RFC 6902 fails a `test` of a missing path, which is
+/// what an absent list is; kube-apiserver's JSON patch library lets a test
+/// for `null` pass there, other servers do not).
 pub fn add_finalizer_patch(app: &WebApp) -> Value {
     match app.meta().finalizers.as_deref() {
         None | Some([]) => json!([
-            {"op": "test", "path": "/metadata/finalizers", "value": app.meta().finalizers},
+            {"op": "test", "path": "/metadata/resourceVersion", "value": app.meta().resource_version},
             {"op": "add", "path": "/metadata/finalizers", "value": [FINALIZER]},
         ]),
         Some(list) => json!([
@@ -242,6 +246,7 @@ mod tests {
             },
         );
         app.metadata.finalizers = finalizers.map(|f| f.into_iter().map(String::from).collect());
+        app.metadata.resource_version = Some("7".into());
         app
     }
 
@@ -262,7 +267,9 @@ mod tests {
         // Someone added a finalizer after the reconcile read the WebApp.
         let changed = app(Some(vec!["x/y", "z/w"]));
         assert!(apply(&changed, add_finalizer_patch(&other)).is_err());
-        assert!(apply(&other, add_finalizer_patch(&none)).is_err());
+        let mut newer = other.clone();
+        newer.metadata.resource_version = Some("8".into());
+        assert!(apply(&newer, add_finalizer_patch(&none)).is_err());
     }
 
     #[test]
