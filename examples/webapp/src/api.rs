@@ -117,7 +117,12 @@ impl std::fmt::Debug for KubeWebAppApi {
 impl KubeWebAppApi {
     /// Writes through `client`, recording events as `reporter`, checking
     /// each write with `gate`.
-    pub fn new(client: Client, reporter: &str, routes: RoutesRef, gate: Arc<dyn WriteGate>) -> Self {
+    pub fn new(
+        client: Client,
+        reporter: &str,
+        routes: RoutesRef,
+        gate: Arc<dyn WriteGate>,
+    ) -> Self {
         let recorder = Recorder::new(client.clone(), reporter.into());
         Self {
             client,
@@ -173,7 +178,10 @@ impl WebAppApi for KubeWebAppApi {
             return Ok(());
         };
         let (api, name) = self.webapp(app)?;
-        match api.patch(&name, &PatchParams::default(), &json_patch(ops)?).await {
+        match api
+            .patch(&name, &PatchParams::default(), &json_patch(ops)?)
+            .await
+        {
             Err(e) if not_found(&e) => Ok(()),
             other => other.map(drop).map_err(Into::into),
         }
@@ -186,13 +194,18 @@ impl WebAppApi for KubeWebAppApi {
     ) -> Result<WebApp, ChildControlError> {
         let (api, name) = self.webapp(app)?;
         let patch = Patch::Merge(json!({ "status": status }));
-        Ok(api.patch_status(&name, &PatchParams::default(), &patch).await?)
+        Ok(api
+            .patch_status(&name, &PatchParams::default(), &patch)
+            .await?)
     }
 
     async fn set_route(&self, entry: &str, url: &str) -> Result<(), ChildControlError> {
         let api = self.routes_api()?;
         let patch = Patch::Merge(json!({ "data": { entry: url } }));
-        match api.patch(&self.routes.name, &PatchParams::default(), &patch).await {
+        match api
+            .patch(&self.routes.name, &PatchParams::default(), &patch)
+            .await
+        {
             Err(e) if not_found(&e) => {
                 let cm = self.routes.configmap(entry, url);
                 api.create(&PostParams::default(), &cm).await?;
@@ -205,7 +218,10 @@ impl WebAppApi for KubeWebAppApi {
     async fn remove_route(&self, entry: &str) -> Result<(), ChildControlError> {
         let api = self.routes_api()?;
         let patch = Patch::Merge(json!({ "data": { entry: null } }));
-        match api.patch(&self.routes.name, &PatchParams::default(), &patch).await {
+        match api
+            .patch(&self.routes.name, &PatchParams::default(), &patch)
+            .await
+        {
             Err(e) if not_found(&e) => Ok(()),
             other => other.map(drop).map_err(Into::into),
         }
@@ -261,9 +277,15 @@ mod tests {
     #[test]
     fn adding_keeps_others_and_fails_on_a_changed_list() {
         let none = app(None);
-        assert_eq!(apply(&none, add_finalizer_patch(&none)).unwrap(), [FINALIZER]);
+        assert_eq!(
+            apply(&none, add_finalizer_patch(&none)).unwrap(),
+            [FINALIZER]
+        );
         let other = app(Some(vec!["x/y"]));
-        assert_eq!(apply(&other, add_finalizer_patch(&other)).unwrap(), ["x/y", FINALIZER]);
+        assert_eq!(
+            apply(&other, add_finalizer_patch(&other)).unwrap(),
+            ["x/y", FINALIZER]
+        );
         // Someone added a finalizer after the reconcile read the WebApp.
         let changed = app(Some(vec!["x/y", "z/w"]));
         assert!(apply(&changed, add_finalizer_patch(&other)).is_err());

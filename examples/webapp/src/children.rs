@@ -209,7 +209,10 @@ pub fn merge_patch<C: Managed + kube::Resource>(
     desired: &C,
     actual: &C,
 ) -> Result<Option<Value>, serde_json::Error> {
-    let (want, have) = (serde_json::to_value(desired)?, serde_json::to_value(actual)?);
+    let (want, have) = (
+        serde_json::to_value(desired)?,
+        serde_json::to_value(actual)?,
+    );
     let mut intent = Value::Object(Map::new());
     for pointer in C::MANAGED {
         let mut value = want.pointer(pointer).cloned().unwrap_or(Value::Null);
@@ -364,7 +367,10 @@ mod tests {
         assert_eq!(patch["spec"]["replicas"], 3);
         let containers = &patch["spec"]["template"]["spec"]["containers"];
         assert_eq!(containers[0]["image"], "nginx:2");
-        assert!(patch["spec"].get("selector").is_none(), "immutable, never patched");
+        assert!(
+            patch["spec"].get("selector").is_none(),
+            "immutable, never patched"
+        );
         assert!(
             patch["spec"]["template"].get("metadata").is_none(),
             "pod labels agree"
@@ -391,14 +397,24 @@ mod tests {
     fn a_removed_label_or_a_changed_port_is_restored() {
         let app = app("i", 1, &[]);
         let mut actual = stored(&desired_service(&app));
-        actual.metadata.labels.as_mut().unwrap().remove("app.kubernetes.io/managed-by");
+        actual
+            .metadata
+            .labels
+            .as_mut()
+            .unwrap()
+            .remove("app.kubernetes.io/managed-by");
         actual.spec.as_mut().unwrap().ports.as_mut().unwrap()[0].port = 9999;
-        let patch = merge_patch(&desired_service(&app), &actual).unwrap().unwrap();
+        let patch = merge_patch(&desired_service(&app), &actual)
+            .unwrap()
+            .unwrap();
         assert_eq!(
             patch["metadata"]["labels"],
             json!({"app.kubernetes.io/managed-by": "webapp-operator"})
         );
-        assert_eq!(patch["spec"]["ports"][0]["port"], 8080, "lists are replaced whole");
+        assert_eq!(
+            patch["spec"]["ports"][0]["port"], 8080,
+            "lists are replaced whole"
+        );
         assert_eq!(patch["spec"]["ports"][0]["targetPort"], 8080);
     }
 
@@ -411,7 +427,10 @@ mod tests {
             assert_eq!(template_labels.get(&k), Some(&v));
         }
         let pod = spec.template.spec.unwrap();
-        assert_eq!(pod.volumes.unwrap()[0].config_map.as_ref().unwrap().name, "web-config");
+        assert_eq!(
+            pod.volumes.unwrap()[0].config_map.as_ref().unwrap().name,
+            "web-config"
+        );
         let mount = &pod.containers[0].volume_mounts.as_ref().unwrap()[0];
         assert_eq!(mount.mount_path, CONFIG_MOUNT_PATH);
     }

@@ -37,7 +37,12 @@ pub struct Cli {
     pub workers: usize,
     /// Namespace of the shared routes ConfigMap; in a Deployment, the
     /// operator's own.
-    #[arg(long, value_name = "NS", env = "POD_NAMESPACE", default_value = "default")]
+    #[arg(
+        long,
+        value_name = "NS",
+        env = "POD_NAMESPACE",
+        default_value = "default"
+    )]
     pub routes_namespace: String,
     /// Name of the shared routes ConfigMap.
     #[arg(long, value_name = "NAME", default_value = routes::DEFAULT_NAME)]
@@ -127,16 +132,25 @@ pub fn add_to(manager: &mut Manager, cli: &Cli) -> Result<(), BoxError> {
     let (controller, routes_informer) = controller(manager.factory(), cli, Some(&metrics))?;
     let (client, gate) = (manager.client().clone(), fence_gate(manager.fence()));
     let ctx = Arc::new(Context {
-        configmaps: Arc::new(KubeChildControl::new(client.clone(), NAME).with_write_gate(gate.clone())),
-        deployments: Arc::new(KubeChildControl::new(client.clone(), NAME).with_write_gate(gate.clone())),
-        services: Arc::new(KubeChildControl::new(client.clone(), NAME).with_write_gate(gate.clone())),
+        configmaps: Arc::new(
+            KubeChildControl::new(client.clone(), NAME).with_write_gate(gate.clone()),
+        ),
+        deployments: Arc::new(
+            KubeChildControl::new(client.clone(), NAME).with_write_gate(gate.clone()),
+        ),
+        services: Arc::new(
+            KubeChildControl::new(client.clone(), NAME).with_write_gate(gate.clone()),
+        ),
         api: Arc::new(KubeWebAppApi::new(client, NAME, cli.routes(), gate)),
         caches: caches(&controller, &routes_informer)?,
         routes: cli.routes(),
         consistency: controller.consistency().clone(),
     });
     manager.add(FnRunnable::new(NAME, move |stop| async move {
-        controller.run(reconcile, ctx, stop.cancelled_owned()).await.map(drop)
+        controller
+            .run(reconcile, ctx, stop.cancelled_owned())
+            .await
+            .map(drop)
     }));
     Ok(())
 }

@@ -116,7 +116,9 @@ impl Error {
     /// The status reason this error is reported under.
     fn reason(&self) -> &'static str {
         match self {
-            Self::Child { action: "creating", .. } => FAILED_CREATE_REASON,
+            Self::Child {
+                action: "creating", ..
+            } => FAILED_CREATE_REASON,
             Self::NotOurs { .. } => CHILD_CONFLICT,
             _ => FAILED_UPDATE,
         }
@@ -159,7 +161,10 @@ pub async fn reconcile(
 ) -> Result<Action, Error> {
     let Some(app) = app else {
         let entry = routes::entry(&key);
-        let cached = ctx.caches.routes.get(&ctx.routes.namespace, &ctx.routes.name);
+        let cached = ctx
+            .caches
+            .routes
+            .get(&ctx.routes.namespace, &ctx.routes.name);
         if ctx.routes.registered(cached.as_deref(), &entry).is_some() {
             ctx.api.remove_route(&entry).await.map_err(Error::Route)?;
         }
@@ -169,7 +174,10 @@ pub async fn reconcile(
         if app.finalizers().iter().any(|f| f == FINALIZER) {
             let entry = routes::entry(&key);
             ctx.api.remove_route(&entry).await.map_err(Error::Route)?;
-            ctx.api.remove_finalizer(&app).await.map_err(Error::Finalizer)?;
+            ctx.api
+                .remove_finalizer(&app)
+                .await
+                .map_err(Error::Finalizer)?;
             tracing::info!(%key, "route removed, finalizer released");
         }
         return Ok(Action::done());
@@ -215,14 +223,28 @@ async fn apply(key: &ObjectKey, app: &WebApp, ctx: &Context) -> Result<Arc<Deplo
     let cm = children::desired_configmap(app);
     ensure(key, app, ctx, &*ctx.configmaps, &ctx.caches.configmaps, cm).await?;
     let deploy = children::desired_deployment(app);
-    let deployment = ensure(key, app, ctx, &*ctx.deployments, &ctx.caches.deployments, deploy).await?;
+    let deployment = ensure(
+        key,
+        app,
+        ctx,
+        &*ctx.deployments,
+        &ctx.caches.deployments,
+        deploy,
+    )
+    .await?;
     let svc = children::desired_service(app);
     ensure(key, app, ctx, &*ctx.services, &ctx.caches.services, svc).await?;
 
     let (entry, url) = (routes::entry(key), status::url(app));
-    let cached = ctx.caches.routes.get(&ctx.routes.namespace, &ctx.routes.name);
+    let cached = ctx
+        .caches
+        .routes
+        .get(&ctx.routes.namespace, &ctx.routes.name);
     if ctx.routes.registered(cached.as_deref(), &entry) != Some(url.as_str()) {
-        ctx.api.set_route(&entry, &url).await.map_err(Error::Route)?;
+        ctx.api
+            .set_route(&entry, &url)
+            .await
+            .map_err(Error::Route)?;
     }
     Ok(deployment)
 }
@@ -249,7 +271,12 @@ where
         let created = control
             .create(&key.namespace, &desired, &app.object_ref(&()), &cref)
             .await
-            .map_err(|source| Error::Child { action: "creating", kind, name, source })?;
+            .map_err(|source| Error::Child {
+                action: "creating",
+                kind,
+                name,
+                source,
+            })?;
         ctx.wrote(key, &created);
         return Ok(Arc::new(created));
     };
@@ -262,7 +289,12 @@ where
     let patched = control
         .patch(&key.namespace, &name, &Patch::Merge(patch))
         .await
-        .map_err(|source| Error::Child { action: "updating", kind, name: name.clone(), source })?;
+        .map_err(|source| Error::Child {
+            action: "updating",
+            kind,
+            name: name.clone(),
+            source,
+        })?;
     tracing::info!(%key, kind, child = %name, "updated child to match the spec");
     ctx.wrote(key, &patched);
     Ok(Arc::new(patched))
@@ -277,7 +309,8 @@ async fn report(
     outcome: Outcome<'_>,
     ctx: &Context,
 ) -> Result<(), Error> {
-    let now = Time(Timestamp::from_second(Timestamp::now().as_second()).unwrap_or(Timestamp::UNIX_EPOCH));
+    let now =
+        Time(Timestamp::from_second(Timestamp::now().as_second()).unwrap_or(Timestamp::UNIX_EPOCH));
     let status = status::desired_status(app, outcome, &now);
     if app.status.as_ref() == Some(&status) {
         return Ok(());
@@ -287,9 +320,15 @@ async fn report(
         && degraded(app.status.as_ref()).is_none_or(|before| before.reason != now_degraded.reason)
         && now_degraded.reason != FAILED_CREATE_REASON
     {
-        ctx.api.warn(app, &now_degraded.reason, &now_degraded.message).await;
+        ctx.api
+            .warn(app, &now_degraded.reason, &now_degraded.message)
+            .await;
     }
-    let stored = ctx.api.patch_status(app, &status).await.map_err(Error::Status)?;
+    let stored = ctx
+        .api
+        .patch_status(app, &status)
+        .await
+        .map_err(Error::Status)?;
     ctx.wrote(key, &stored);
     Ok(())
 }

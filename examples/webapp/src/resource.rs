@@ -41,8 +41,17 @@ pub const MAX_REPLICAS: i32 = 100;
         type_ = "string",
         json_path = ".status.conditions[?(@.type==\"Ready\")].reason"
     ),
-    printcolumn(name = "URL", type_ = "string", json_path = ".status.url", priority = 1),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(
+        name = "URL",
+        type_ = "string",
+        json_path = ".status.url",
+        priority = 1
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct WebAppSpec {

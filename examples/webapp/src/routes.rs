@@ -90,10 +90,10 @@ mod tests {
         let key = ObjectKey::new("shop", "web.v2");
         let routes = RoutesRef::new("ops", DEFAULT_NAME);
         let mut cm = routes.configmap(&entry(&key), "http://x");
-        cm.data
-            .as_mut()
-            .unwrap()
-            .extend([("README".to_string(), "x".to_string()), (".x".to_string(), "y".to_string())]);
+        cm.data.as_mut().unwrap().extend([
+            ("README".to_string(), "x".to_string()),
+            (".x".to_string(), "y".to_string()),
+        ]);
         assert_eq!(owners_of(&cm), [key.clone()]);
         assert_eq!(routes.registered(Some(&cm), &entry(&key)), Some("http://x"));
         assert_eq!(routes.registered(None, &entry(&key)), None);

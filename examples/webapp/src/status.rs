@@ -74,9 +74,10 @@ pub fn rollout(deployment: &Deployment, replicas: i32) -> Rollout {
     if deployment.metadata.generation.unwrap_or(0) > status.observed_generation.unwrap_or(0) {
         return Rollout::InProgress("waiting for the Deployment's update to be observed".into());
     }
-    let stalled = status.conditions.iter().flatten().find(|c| {
-        c.type_.text() == "Progressing" && c.reason.text() == PROGRESS_DEADLINE_EXCEEDED
-    });
+    let stalled =
+        status.conditions.iter().flatten().find(|c| {
+            c.type_.text() == "Progressing" && c.reason.text() == PROGRESS_DEADLINE_EXCEEDED
+        });
     if let Some(condition) = stalled {
         return Rollout::Stalled(condition.message.clone().unwrap_or_default());
     }
@@ -130,7 +131,12 @@ pub fn desired_status(app: &WebApp, outcome: Outcome<'_>, now: &Time) -> WebAppS
             let message = invalid.to_string();
             vec![
                 set(READY, false, INVALID_SPEC, &message),
-                set(PROGRESSING, false, INVALID_SPEC, "the spec cannot be realised"),
+                set(
+                    PROGRESSING,
+                    false,
+                    INVALID_SPEC,
+                    "the spec cannot be realised",
+                ),
                 set(DEGRADED, true, INVALID_SPEC, &message),
             ]
         }
@@ -154,8 +160,7 @@ pub fn desired_status(app: &WebApp, outcome: Outcome<'_>, now: &Time) -> WebAppS
                     set(DEGRADED, true, PROGRESS_DEADLINE_EXCEEDED, &message),
                 ],
                 Rollout::Complete => {
-                    let message =
-                        format!("{ready_replicas}/{} replicas ready", app.spec.replicas);
+                    let message = format!("{ready_replicas}/{} replicas ready", app.spec.replicas);
                     vec![
                         set(READY, true, ROLLOUT_COMPLETE, &message),
                         set(PROGRESSING, false, ROLLOUT_COMPLETE, &message),
@@ -255,7 +260,10 @@ mod tests {
             progress(&deployment(3, counts(2, 3, 3, 2))),
             "2 of 3 updated replicas are available"
         );
-        assert_eq!(rollout(&deployment(3, counts(2, 3, 3, 3)), 3), Rollout::Complete);
+        assert_eq!(
+            rollout(&deployment(3, counts(2, 3, 3, 3)), 3),
+            Rollout::Complete
+        );
 
         let mut stalled = counts(2, 3, 1, 1);
         stalled.conditions = Some(vec![DeploymentCondition {
@@ -298,7 +306,10 @@ mod tests {
         let rolling = deployment(3, counts(2, 3, 3, 2));
         let second = desired_status(&app, Outcome::Applied(&rolling), &t1);
         let ready = find(Some(&second), READY).unwrap();
-        assert_eq!((ready.status.as_str(), ready.last_transition_time.clone()), ("False", t0.clone()));
+        assert_eq!(
+            (ready.status.as_str(), ready.last_transition_time.clone()),
+            ("False", t0.clone())
+        );
         assert_eq!(ready.message, "2 of 3 updated replicas are available");
         app.status = Some(second);
 
@@ -308,12 +319,27 @@ mod tests {
         let times: Vec<_> = third
             .conditions
             .iter()
-            .map(|c| (c.type_.as_str(), c.status.as_str(), c.last_transition_time == t1))
+            .map(|c| {
+                (
+                    c.type_.as_str(),
+                    c.status.as_str(),
+                    c.last_transition_time == t1,
+                )
+            })
             .collect();
         assert_eq!(
             times,
-            [("Ready", "True", true), ("Progressing", "False", true), ("Degraded", "False", false)]
+            [
+                ("Ready", "True", true),
+                ("Progressing", "False", true),
+                ("Degraded", "False", false)
+            ]
         );
-        assert!(third.conditions.iter().all(|c| c.observed_generation == Some(4)));
+        assert!(
+            third
+                .conditions
+                .iter()
+                .all(|c| c.observed_generation == Some(4))
+        );
     }
 }

@@ -127,7 +127,14 @@ mod tests {
     fn accepts_a_good_spec() {
         assert_eq!(validate(&app("web", good())), Ok(()));
         assert_eq!(
-            validate(&app("w", WebAppSpec { replicas: 0, port: 65535, ..good() })),
+            validate(&app(
+                "w",
+                WebAppSpec {
+                    replicas: 0,
+                    port: 65535,
+                    ..good()
+                }
+            )),
             Ok(())
         );
     }
@@ -148,9 +155,18 @@ mod tests {
             .collect();
         assert_eq!(
             fields,
-            ["metadata.name", "spec.image", "spec.replicas", "spec.port", "spec.config[\"a/b\"]"]
+            [
+                "metadata.name",
+                "spec.image",
+                "spec.replicas",
+                "spec.port",
+                "spec.config[\"a/b\"]"
+            ]
         );
-        assert!(err.to_string().contains("spec.image: Required value"), "{err}");
+        assert!(
+            err.to_string().contains("spec.image: Required value"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -165,7 +181,15 @@ mod tests {
         for bad in ["", ".", "..", "a b", "a/b", &"k".repeat(254)] {
             assert!(!is_config_key(bad), "{bad:?}");
         }
-        let tab = WebAppSpec { image: "nginx\t1".into(), ..good() };
-        assert!(validate(&app("web", tab)).unwrap_err().to_string().contains("whitespace"));
+        let tab = WebAppSpec {
+            image: "nginx\t1".into(),
+            ..good()
+        };
+        assert!(
+            validate(&app("web", tab))
+                .unwrap_err()
+                .to_string()
+                .contains("whitespace")
+        );
     }
 }

@@ -32,7 +32,11 @@ fn print_crd_prints_it() {
         .arg("--print-crd")
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(String::from_utf8(out.stdout).unwrap(), crd_yaml().unwrap());
 }
 
@@ -72,7 +76,12 @@ fn admit(spec: Value) -> Result<Value, Vec<String>> {
         .schema
         .admit(&mut obj)
         .map(|()| obj)
-        .map_err(|errors| errors.iter().map(|e| format!("{}: {}", e.field, e.body())).collect())
+        .map_err(|errors| {
+            errors
+                .iter()
+                .map(|e| format!("{}: {}", e.field, e.body()))
+                .collect()
+        })
 }
 
 #[test]
@@ -87,17 +96,31 @@ fn the_schema_rejects_what_the_reconcile_must_never_see_from_a_real_server() {
         ]
     );
     let errors = admit(json!({"replicas": -1})).unwrap_err();
-    assert!(errors.contains(&"spec.image: Required value".to_string()), "{errors:?}");
-    assert!(errors.iter().any(|e| e.starts_with("spec.replicas")), "{errors:?}");
+    assert!(
+        errors.contains(&"spec.image: Required value".to_string()),
+        "{errors:?}"
+    );
+    assert!(
+        errors.iter().any(|e| e.starts_with("spec.replicas")),
+        "{errors:?}"
+    );
 }
 
 #[test]
 fn the_schema_fills_in_the_defaults_the_rust_type_has() {
     let stored = admit(json!({"image": "nginx"})).unwrap();
-    assert_eq!(stored["spec"], json!({"image": "nginx", "replicas": 1, "port": 8080}));
+    assert_eq!(
+        stored["spec"],
+        json!({"image": "nginx", "replicas": 1, "port": 8080})
+    );
     let app: WebApp = serde_json::from_value(stored).unwrap();
     assert_eq!(
         app.spec,
-        WebAppSpec { image: "nginx".into(), replicas: 1, port: 8080, config: None }
+        WebAppSpec {
+            image: "nginx".into(),
+            replicas: 1,
+            port: 8080,
+            config: None
+        }
     );
 }

@@ -84,7 +84,9 @@ fn grants(role: &Value) -> BTreeSet<Grant> {
 fn table(rows: &[(&str, &str, &str, &[&str])]) -> BTreeSet<Grant> {
     rows.iter()
         .flat_map(|(g, r, n, verbs)| {
-            verbs.iter().map(move |v| (g.to_string(), r.to_string(), n.to_string(), v.to_string()))
+            verbs
+                .iter()
+                .map(move |v| (g.to_string(), r.to_string(), n.to_string(), v.to_string()))
         })
         .collect()
 }
@@ -104,7 +106,12 @@ fn needed() -> BTreeSet<Grant> {
         // create and patch; api.rs: set_route (patch, create) and remove_route (patch).
         ("", "configmaps", "*", &["list", "watch", "create", "patch"]),
         ("", "services", "*", &["list", "watch", "create", "patch"]),
-        ("apps", "deployments", "*", &["list", "watch", "create", "patch"]),
+        (
+            "apps",
+            "deployments",
+            "*",
+            &["list", "watch", "create", "patch"],
+        ),
         // kube-runtime's Recorder: events.k8s.io/v1, created then patched.
         ("events.k8s.io", "events", "*", &["create", "patch"]),
     ])
@@ -120,17 +127,30 @@ fn the_code_makes_only_the_calls_the_cluster_role_grants() {
     let api = source("api.rs");
     assert!(api.contains(".patch_status("));
     for verb in ["replace", "replace_status", ".delete(", ".get(", ".list("] {
-        assert!(!api.contains(verb), "api.rs calls {verb}: update the RBAC and this test");
+        assert!(
+            !api.contains(verb),
+            "api.rs calls {verb}: update the RBAC and this test"
+        );
     }
     let reconcile = source("reconcile.rs");
     assert!(reconcile.contains(".create(") && reconcile.contains(".patch("));
-    assert!(!reconcile.contains(".delete("), "children are deleted by the garbage collector");
+    assert!(
+        !reconcile.contains(".delete("),
+        "children are deleted by the garbage collector"
+    );
 }
 
 #[test]
 fn rbac_grants_exactly_what_the_operator_uses() {
     let docs = manifests();
-    let namespace = str_at(one(&documents(&repo().join("deploy/namespace.yaml")), "Namespace"), "/metadata/name").to_string();
+    let namespace = str_at(
+        one(
+            &documents(&repo().join("deploy/namespace.yaml")),
+            "Namespace",
+        ),
+        "/metadata/name",
+    )
+    .to_string();
     let account = one(&docs, "ServiceAccount");
     assert_eq!(str_at(account, "/metadata/name"), NAME);
     assert_eq!(str_at(account, "/metadata/namespace"), namespace);
@@ -148,8 +168,14 @@ fn rbac_grants_exactly_what_the_operator_uses() {
     );
     for (binding_kind, role_doc) in [("ClusterRoleBinding", cluster_role), ("RoleBinding", role)] {
         let binding = one(&docs, binding_kind);
-        assert_eq!(str_at(binding, "/roleRef/name"), str_at(role_doc, "/metadata/name"));
-        assert_eq!(str_at(binding, "/roleRef/kind"), role_doc["kind"].as_str().unwrap());
+        assert_eq!(
+            str_at(binding, "/roleRef/name"),
+            str_at(role_doc, "/metadata/name")
+        );
+        assert_eq!(
+            str_at(binding, "/roleRef/kind"),
+            role_doc["kind"].as_str().unwrap()
+        );
         assert_eq!(str_at(binding, "/subjects/0/kind"), "ServiceAccount");
         assert_eq!(str_at(binding, "/subjects/0/name"), NAME);
         assert_eq!(str_at(binding, "/subjects/0/namespace"), namespace);
@@ -170,7 +196,10 @@ fn the_deployment_runs_the_binary_with_flags_it_has() {
     assert_eq!(container["securityContext"]["readOnlyRootFilesystem"], true);
 
     // Every flag is in --help.
-    let help = Command::new(env!("CARGO_BIN_EXE_webapp-operator")).arg("--help").output().unwrap();
+    let help = Command::new(env!("CARGO_BIN_EXE_webapp-operator"))
+        .arg("--help")
+        .output()
+        .unwrap();
     assert!(help.status.success());
     let help = String::from_utf8(help.stdout).unwrap();
     let args: Vec<String> = container["args"]
@@ -181,21 +210,41 @@ fn the_deployment_runs_the_binary_with_flags_it_has() {
         .collect();
     for arg in &args {
         let flag = arg.split('=').next().unwrap();
-        assert!(help.contains(&format!("{flag} ")) || help.contains(&format!("{flag}\n")), "{flag} is not in --help");
+        assert!(
+            help.contains(&format!("{flag} ")) || help.contains(&format!("{flag}\n")),
+            "{flag} is not in --help"
+        );
     }
 
     // And they mean what the manifests assume.
-    let env_ns = container["env"].as_array().unwrap().iter().find(|e| e["name"] == "POD_NAMESPACE").unwrap();
-    assert_eq!(str_at(env_ns, "/valueFrom/fieldRef/fieldPath"), "metadata.namespace");
+    let env_ns = container["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "POD_NAMESPACE")
+        .unwrap();
+    assert_eq!(
+        str_at(env_ns, "/valueFrom/fieldRef/fieldPath"),
+        "metadata.namespace"
+    );
     let cli = Cli::try_parse_from(std::iter::once(NAME.to_string()).chain(args)).unwrap();
     assert_eq!(cli.routes().namespace, namespace);
     let config = cli.manager.config(NAME);
     let election = config.leader_election.clone().expect("leader election on");
     assert_eq!(election.lease_namespace, namespace);
     assert_eq!(election.lease_name, NAME, "the Role names this lease");
-    assert!(config.shutdown_grace_period.as_secs() < pod["terminationGracePeriodSeconds"].as_u64().unwrap());
+    assert!(
+        config.shutdown_grace_period.as_secs()
+            < pod["terminationGracePeriodSeconds"].as_u64().unwrap()
+    );
     let port = |name: &str| {
-        container["ports"].as_array().unwrap().iter().find(|p| p["name"] == name).and_then(|p| p["containerPort"].as_u64()).unwrap()
+        container["ports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .and_then(|p| p["containerPort"].as_u64())
+            .unwrap()
     };
     let (metrics, health) = (config.metrics_addr.unwrap(), config.health_addr.unwrap());
     assert!(metrics.ip().is_unspecified() && health.ip().is_unspecified());
@@ -214,7 +263,11 @@ fn the_sample_webapp_is_valid() {
     let docs = manifests();
     let mut sample = one(&docs, "WebApp").clone();
     let crd = CustomResourceDefinition::from_value(&serde_json::to_value(crd()).unwrap()).unwrap();
-    crd.version("v1").unwrap().schema.admit(&mut sample).unwrap();
+    crd.version("v1")
+        .unwrap()
+        .schema
+        .admit(&mut sample)
+        .unwrap();
     let app: WebApp = serde_json::from_value(sample).unwrap();
     ctrlkit_example_webapp::validate::validate(&app).unwrap();
 }

@@ -20,12 +20,12 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use ctrlkit::informer::is_controlled_by;
+use ctrlkit::prelude::ObjectKey;
 use ctrlkit::runtime::manager::Manager;
 use ctrlkit_example_webapp::controller::{Cli, NAME, add_to};
 use ctrlkit_example_webapp::resource::{FINALIZER, WebApp, WebAppSpec, crd};
 use ctrlkit_example_webapp::routes::{DEFAULT_NAME, entry};
 use ctrlkit_example_webapp::status::READY;
-use ctrlkit::prelude::ObjectKey;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -58,9 +58,13 @@ async fn install_crd(client: &Client) -> bool {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     let name = crd().name_any();
     let existed = crds.get_opt(&name).await.unwrap().is_some();
-    crds.patch(&name, &PatchParams::apply("webapp-e2e").force(), &Patch::Apply(crd()))
-        .await
-        .unwrap();
+    crds.patch(
+        &name,
+        &PatchParams::apply("webapp-e2e").force(),
+        &Patch::Apply(crd()),
+    )
+    .await
+    .unwrap();
     wait_for("the CRD to be established", || async {
         let crd = crds.get(&name).await.ok()?;
         let conditions = crd.status?.conditions?;
@@ -84,7 +88,10 @@ async fn a_webapp_is_run_updated_validated_and_cleaned_up() {
     };
     let ns = format!(
         "webapp-e2e-{}",
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis()
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis()
     );
     let cli = Cli::try_parse_from([
         NAME,
@@ -106,7 +113,10 @@ async fn a_webapp_is_run_updated_validated_and_cleaned_up() {
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let mut namespace = Namespace::default();
     namespace.metadata.name = Some(ns.clone());
-    namespaces.create(&PostParams::default(), &namespace).await.unwrap();
+    namespaces
+        .create(&PostParams::default(), &namespace)
+        .await
+        .unwrap();
 
     add_to(&mut manager, &cli).unwrap();
     let shutdown = CancellationToken::new();
@@ -130,38 +140,66 @@ async fn a_webapp_is_run_updated_validated_and_cleaned_up() {
     let route = entry(&ObjectKey::new(&ns, "web"));
 
     // Children with controller references, the finalizer, the route.
-    let cm = wait_for("the ConfigMap", || async { configmaps.get_opt("web-config").await.ok()? }).await;
+    let cm = wait_for("the ConfigMap", || async {
+        configmaps.get_opt("web-config").await.ok()?
+    })
+    .await;
     assert!(is_controlled_by(&cm.metadata, &uid));
-    let deployment = wait_for("the Deployment", || async { deployments.get_opt("web").await.ok()? }).await;
+    let deployment = wait_for("the Deployment", || async {
+        deployments.get_opt("web").await.ok()?
+    })
+    .await;
     assert!(is_controlled_by(&deployment.metadata, &uid));
-    let service = wait_for("the Service", || async { services.get_opt("web").await.ok()? }).await;
+    let service = wait_for("the Service", || async {
+        services.get_opt("web").await.ok()?
+    })
+    .await;
     assert!(is_controlled_by(&service.metadata, &uid));
     wait_for("the route", || async {
         let routes = configmaps.get_opt(DEFAULT_NAME).await.ok()??;
         (routes.data?.get(&route)? == &format!("http://web.{ns}.svc:8080")).then_some(())
     })
     .await;
-    assert!(webapps.get("web").await.unwrap().finalizers().contains(&FINALIZER.to_string()));
+    assert!(
+        webapps
+            .get("web")
+            .await
+            .unwrap()
+            .finalizers()
+            .contains(&FINALIZER.to_string())
+    );
 
     // Ready once the pod runs.
     wait_for("Ready=True", || async {
         let status = webapps.get("web").await.ok()?.status?;
         let ready = status.conditions.iter().find(|c| c.type_ == READY)?;
-        (ready.status == "True" && status.observed_generation == Some(1) && status.ready_replicas == 1)
+        (ready.status == "True"
+            && status.observed_generation == Some(1)
+            && status.ready_replicas == 1)
             .then_some(())
     })
     .await;
 
     // A spec change reaches the children and the status.
     let change = json!({"spec": {"replicas": 2, "config": {"index.html": "v2"}}});
-    webapps.patch("web", &PatchParams::default(), &Patch::Merge(change)).await.unwrap();
+    webapps
+        .patch("web", &PatchParams::default(), &Patch::Merge(change))
+        .await
+        .unwrap();
     wait_for("the Deployment to scale", || async {
         let d = deployments.get("web").await.ok()?;
         (serde_json::to_value(&d).ok()?["spec"]["replicas"] == 2).then_some(())
     })
     .await;
     wait_for("the ConfigMap to change", || async {
-        (configmaps.get("web-config").await.ok()?.data?.get("index.html")? == "v2").then_some(())
+        (configmaps
+            .get("web-config")
+            .await
+            .ok()?
+            .data?
+            .get("index.html")?
+            == "v2")
+            .then_some(())
     })
     .await;
     wait_for("observedGeneration 2", || async {
@@ -175,21 +213,37 @@ async fn a_webapp_is_run_updated_validated_and_cleaned_up() {
         "metadata": {"name": "bad"}, "spec": {"image": "", "replicas": 101}
     });
     let bad: WebApp = serde_json::from_value(bad).unwrap();
-    let err = webapps.create(&PostParams::default(), &bad).await.unwrap_err();
-    let kube::Error::Api(status) = err else { panic!("{err}") };
+    let err = webapps
+        .create(&PostParams::default(), &bad)
+        .await
+        .unwrap_err();
+    let kube::Error::Api(status) = err else {
+        panic!("{err}")
+    };
     assert_eq!(status.code, 422, "{status:?}");
 
     // Deletion: the finalizer removes the route, then the WebApp goes.
-    webapps.delete("web", &DeleteParams::default()).await.unwrap();
-    wait_for("the WebApp to go", || async { webapps.get_opt("web").await.ok()?.is_none().then_some(()) }).await;
+    webapps
+        .delete("web", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_for("the WebApp to go", || async {
+        webapps.get_opt("web").await.ok()?.is_none().then_some(())
+    })
+    .await;
     let routes = configmaps.get(DEFAULT_NAME).await.unwrap();
     assert!(!routes.data.unwrap_or_default().contains_key(&route));
 
     shutdown.cancel();
     running.await.unwrap().unwrap();
-    namespaces.delete(&ns, &DeleteParams::default()).await.unwrap();
+    namespaces
+        .delete(&ns, &DeleteParams::default())
+        .await
+        .unwrap();
     if !crd_existed {
         let crds: Api<CustomResourceDefinition> = Api::all(client);
-        crds.delete(&crd().name_any(), &DeleteParams::default()).await.unwrap();
+        crds.delete(&crd().name_any(), &DeleteParams::default())
+            .await
+            .unwrap();
     }
 }

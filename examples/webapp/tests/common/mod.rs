@@ -142,7 +142,11 @@ impl FakeApi {
         Ok(stored)
     }
 
-    fn route(&self, call: Call, change: impl FnOnce(&mut BTreeMap<String, String>)) -> Result<(), ChildControlError> {
+    fn route(
+        &self,
+        call: Call,
+        change: impl FnOnce(&mut BTreeMap<String, String>),
+    ) -> Result<(), ChildControlError> {
         let mut s = self.lock();
         s.calls.push(call);
         self.check(&s, "ConfigMap", "webapp-routes")?;
@@ -156,7 +160,10 @@ impl FakeApi {
 impl WebAppApi for FakeApi {
     async fn add_finalizer(&self, app: &WebApp) -> Result<WebApp, ChildControlError> {
         self.write(app, Call::AddFinalizer(app.name_any()), |a| {
-            a.metadata.finalizers.get_or_insert_with(Vec::new).push(FINALIZER.into());
+            a.metadata
+                .finalizers
+                .get_or_insert_with(Vec::new)
+                .push(FINALIZER.into());
         })
     }
 
@@ -264,8 +271,11 @@ impl Harness {
             state: Arc::default(),
             rv: rv.clone(),
         };
-        let (cm_control, deploy_control, svc_control) =
-            (FakeChildControl::new(), FakeChildControl::new(), FakeChildControl::new());
+        let (cm_control, deploy_control, svc_control) = (
+            FakeChildControl::new(),
+            FakeChildControl::new(),
+            FakeChildControl::new(),
+        );
         let ctx = Arc::new(Context {
             configmaps: Arc::new(cm_control.clone()),
             deployments: Arc::new(deploy_control.clone()),
@@ -298,7 +308,10 @@ impl Harness {
             let key = format!("{}/{}", app.namespace().unwrap(), app.name_any());
             harness.api.lock().latest.insert(key, app.clone());
         }
-        let listed_services = listed_services.into_iter().map(|s| harness.stamp(s)).collect();
+        let listed_services = listed_services
+            .into_iter()
+            .map(|s| harness.stamp(s))
+            .collect();
         list(&harness.webapps, apps);
         list(&harness.configmaps, vec![]);
         list(&harness.deployments, vec![]);
@@ -361,19 +374,30 @@ impl Harness {
     pub fn deliver(&self) {
         let mut delivered = self.delivered.lock().unwrap();
         self.deliver_children(&self.cm_control, &self.configmaps, &mut delivered[0..2]);
-        self.deliver_children(&self.deploy_control, &self.deployments, &mut delivered[2..4]);
+        self.deliver_children(
+            &self.deploy_control,
+            &self.deployments,
+            &mut delivered[2..4],
+        );
         self.deliver_children(&self.svc_control, &self.services, &mut delivered[4..6]);
         drop(delivered);
         let (apps, routes) = {
             let mut s = self.api.lock();
             let keys = std::mem::take(&mut s.dirty);
-            let apps: Vec<_> = keys.iter().filter_map(|k| s.latest.get(k).cloned()).collect();
+            let apps: Vec<_> = keys
+                .iter()
+                .filter_map(|k| s.latest.get(k).cloned())
+                .collect();
             let routes = std::mem::take(&mut s.routes_dirty).then(|| s.routes.clone());
             (apps, routes)
         };
         for app in apps {
             let gone = app.meta().deletion_timestamp.is_some() && app.finalizers().is_empty();
-            self.webapps.apply_event(if gone { Event::Delete(app) } else { Event::Apply(app) });
+            self.webapps.apply_event(if gone {
+                Event::Delete(app)
+            } else {
+                Event::Apply(app)
+            });
         }
         if let Some(Some(data)) = routes {
             let mut cm = RoutesRef::new(OPS, "webapp-routes").configmap("x", "y");
@@ -382,9 +406,20 @@ impl Harness {
         }
     }
 
-    fn deliver_children<C>(&self, fake: &FakeChildControl<C>, informer: &Informer<C>, seen: &mut [usize])
-    where
-        C: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+    fn deliver_children<C>(
+        &self,
+        fake: &FakeChildControl<C>,
+        informer: &Informer<C>,
+        seen: &mut [usize],
+    ) where
+        C: Resource<DynamicType = ()>
+            + Clone
+            + Serialize
+            + DeserializeOwned
+            + std::fmt::Debug
+            + Send
+            + Sync
+            + 'static,
     {
         let created = fake.created();
         for child in &created[seen[0]..] {
@@ -395,10 +430,18 @@ impl Harness {
         for patch in &patches[seen[1]..] {
             let cached = informer.store().get(&patch.namespace, &patch.name).unwrap();
             let mut doc = serde_json::to_value(&*cached).unwrap();
-            let Patch::Merge(body) = &patch.patch else { panic!("expected a merge patch: {:?}", patch.patch) };
+            let Patch::Merge(body) = &patch.patch else {
+                panic!("expected a merge patch: {:?}", patch.patch)
+            };
             let mut body = body.clone();
-            let uid = body["metadata"].as_object_mut().and_then(|m| m.remove("uid"));
-            assert_eq!(uid.as_ref().and_then(|u| u.as_str()), cached.meta().uid.as_deref(), "UID precondition");
+            let uid = body["metadata"]
+                .as_object_mut()
+                .and_then(|m| m.remove("uid"));
+            assert_eq!(
+                uid.as_ref().and_then(|u| u.as_str()),
+                cached.meta().uid.as_deref(),
+                "UID precondition"
+            );
             let spec_before = doc.get("spec").cloned();
             json_patch::merge(&mut doc, &body);
             if doc.get("spec").is_some() && doc.get("spec").cloned() != spec_before {
@@ -472,7 +515,9 @@ impl Harness {
 
 /// `spec.replicas` of a Deployment, whichever Kubernetes version.
 fn ctrlkit_example_webapp_replicas(d: &Deployment) -> i32 {
-    serde_json::to_value(d).unwrap()["spec"]["replicas"].as_i64().unwrap() as i32
+    serde_json::to_value(d).unwrap()["spec"]["replicas"]
+        .as_i64()
+        .unwrap() as i32
 }
 
 /// The informer's first list: `objects`.
