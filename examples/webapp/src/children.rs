@@ -34,6 +34,7 @@ use kube::ResourceExt;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::compat::deployment_spec_field;
 use crate::resource::WebApp;
 
 /// Where the config files are mounted in the container.
@@ -130,7 +131,7 @@ pub fn desired_deployment(app: &WebApp) -> Deployment {
     };
     Deployment {
         metadata: meta(app, workload_name(app)),
-        spec: DeploymentSpec {
+        spec: deployment_spec_field(DeploymentSpec {
             replicas: Some(app.spec.replicas),
             selector: LabelSelector {
                 match_labels: Some(selector(app)),
@@ -144,8 +145,7 @@ pub fn desired_deployment(app: &WebApp) -> Deployment {
                 spec: Some(pod),
             },
             ..DeploymentSpec::default()
-        }
-        .into(),
+        }),
         ..Deployment::default()
     }
 }

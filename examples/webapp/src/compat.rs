@@ -44,6 +44,17 @@ impl MaybeSpec for Option<DeploymentSpec> {
     }
 }
 
+/// `spec` as the value of `Deployment.spec`, whichever its type.
+pub(crate) fn deployment_spec_field<T: From<DeploymentSpec>>(spec: DeploymentSpec) -> T {
+    T::from(spec)
+}
+
+/// `s` as the value of a string field that may be optional.
+#[cfg(test)]
+pub(crate) fn text_field<T: From<String>>(s: &str) -> T {
+    T::from(s.to_owned())
+}
+
 /// The Deployment's spec, if it has one.
 pub(crate) fn deployment_spec(deployment: &Deployment) -> Option<&DeploymentSpec> {
     deployment.spec.get()

@@ -23,6 +23,9 @@ pub const MAX_REPLICAS: i32 = 100;
 
 /// A web application: a Deployment running `image` behind a Service on
 /// `port`, with `config` in a ConfigMap mounted at `/etc/webapp`.
+// Each `printcolumn(...)` repeats `type_ = ...`, which clippy mistakes for a
+// duplicated attribute.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Clone, Debug, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[kube(
     group = "example.ctrlkit.dev",

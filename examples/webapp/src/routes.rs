@@ -94,7 +94,7 @@ mod tests {
             ("README".to_string(), "x".to_string()),
             (".x".to_string(), "y".to_string()),
         ]);
-        assert_eq!(owners_of(&cm), [key.clone()]);
+        assert_eq!(owners_of(&cm), vec![key.clone()]);
         assert_eq!(routes.registered(Some(&cm), &entry(&key)), Some("http://x"));
         assert_eq!(routes.registered(None, &entry(&key)), None);
         assert_eq!(

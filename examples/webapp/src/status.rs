@@ -213,15 +213,15 @@ mod tests {
     use k8s_openapi::jiff::Timestamp;
 
     use super::*;
+    use crate::compat::{deployment_spec_field, text_field};
     use crate::resource::WebAppSpec;
 
     fn deployment(replicas: i32, status: DeploymentStatus) -> Deployment {
         let mut d = Deployment {
-            spec: DeploymentSpec {
+            spec: deployment_spec_field(DeploymentSpec {
                 replicas: Some(replicas),
                 ..DeploymentSpec::default()
-            }
-            .into(),
+            }),
             status: Some(status),
             ..Deployment::default()
         };
@@ -267,8 +267,8 @@ mod tests {
 
         let mut stalled = counts(2, 3, 1, 1);
         stalled.conditions = Some(vec![DeploymentCondition {
-            type_: String::from("Progressing").into(),
-            status: String::from("False").into(),
+            type_: text_field("Progressing"),
+            status: text_field("False"),
             reason: Some(PROGRESS_DEADLINE_EXCEEDED.into()),
             message: Some("ReplicaSet \"web-1\" has timed out progressing.".into()),
             ..DeploymentCondition::default()
