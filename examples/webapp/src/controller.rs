@@ -5,12 +5,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ctrlkit::childcontrol::{WriteAttempt, WriteGate, WriteRefused};
+use ctrlkit::childcontrol::{ChildResource, WriteAttempt, WriteGate, WriteRefused};
 use ctrlkit::prelude::*;
 use ctrlkit::runtime::BuildError;
-use ctrlkit::runtime::manager::{BoxError, FnRunnable, LeaderFence, Manager, ManagerArgs};
-use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use ctrlkit::runtime::manager::{
+    BoxError, FenceClosed, FnRunnable, LeaderFence, Manager, ManagerArgs,
+};
+use k8s_openapi::api::{apps::v1::Deployment, core::v1::ConfigMap, core::v1::Service};
 
 use crate::api::KubeWebAppApi;
 use crate::reconcile::{Caches, Context, reconcile};
@@ -25,28 +26,21 @@ pub const NAME: &str = "webapp-operator";
 /// operator's own writes (read-own-writes).
 pub const READ_OWN_WRITES_WAIT: Duration = Duration::from_secs(10);
 
-/// `webapp-operator`'s command line: the manager's flags and its own.
+/// Runs WebApps (example.ctrlkit.dev/v1): a Deployment, a Service and a
+/// ConfigMap each, and an entry in a shared routes ConfigMap.
 #[derive(Debug, Clone, clap::Parser)]
-#[command(name = NAME, version, about = "Runs WebApps (example.ctrlkit.dev/v1): a Deployment, a Service and a ConfigMap each, and a shared routes ConfigMap")]
+#[command(name = NAME, version)]
 pub struct Cli {
     /// The flags every ctrlkit controller binary shares.
     #[command(flatten)]
     pub manager: ManagerArgs,
     /// How many WebApps are reconciled at once.
-    #[arg(long, value_name = "N", default_value_t = 2)]
+    #[arg(long, default_value_t = 2)]
     pub workers: usize,
-    /// Namespace of the shared routes ConfigMap; in a Deployment, the
-    /// operator's own.
-    #[arg(
-        long,
-        value_name = "NS",
-        env = "POD_NAMESPACE",
-        default_value = "default"
-    )]
+    /// Namespace of the shared routes ConfigMap (`webapp-routes`); in a
+    /// Deployment, the operator's own.
+    #[arg(long, env = "POD_NAMESPACE", default_value = "default")]
     pub routes_namespace: String,
-    /// Name of the shared routes ConfigMap.
-    #[arg(long, value_name = "NAME", default_value = routes::DEFAULT_NAME)]
-    pub routes_name: String,
     /// Print the WebApp CustomResourceDefinition as YAML and exit.
     #[arg(long)]
     pub print_crd: bool,
@@ -55,24 +49,24 @@ pub struct Cli {
 impl Cli {
     /// Where the routes ConfigMap lives.
     pub fn routes(&self) -> RoutesRef {
-        RoutesRef::new(&self.routes_namespace, &self.routes_name)
+        RoutesRef::new(&self.routes_namespace, routes::DEFAULT_NAME)
     }
 }
 
 /// The declaration: a WebApp controller owning ConfigMaps, Deployments and
-/// Services, watching the routes ConfigMap, on `factory`'s informers.
+/// Services and watching the routes ConfigMap, on the manager's informers
+/// (in `--namespace` if given), with its metrics in the manager's registry.
 /// Returns it with the routes informer.
 ///
 /// # Errors
 /// A [`BuildError`] for a misuse, e.g. `--workers 0`.
 pub fn controller(
-    factory: &SharedInformerFactory,
+    manager: &mut Manager,
     cli: &Cli,
-    metrics: Option<&ControllerMetrics>,
 ) -> Result<(Controller<WebApp>, Informer<ConfigMap>), BuildError> {
-    let routes = cli.routes();
+    let (routes, factory) = (cli.routes(), manager.factory().clone());
     let routes_informer = factory.namespaced(&routes.namespace, routes.watcher_config());
-    let mut builder = Controller::<WebApp>::builder(factory)
+    let mut builder = Controller::<WebApp>::builder(&factory)
         .name(NAME)
         .owns::<ConfigMap>()
         .owns::<Deployment>()
@@ -80,12 +74,10 @@ pub fn controller(
         .watches_with(Watches::new(routes::owners_of).informer(routes_informer.clone()))
         .workers(cli.workers)
         .drop_managed_fields()
-        .read_own_writes(READ_OWN_WRITES_WAIT);
-    if let Some(namespace) = &cli.manager.namespace {
+        .read_own_writes(READ_OWN_WRITES_WAIT)
+        .metrics(&ControllerMetrics::register(manager.registry_mut()));
+    if let Some(namespace) = manager.namespace() {
         builder = builder.namespace(namespace);
-    }
-    if let Some(metrics) = metrics {
-        builder = builder.metrics(metrics);
     }
     Ok((builder.build()?, routes_informer))
 }
@@ -101,13 +93,13 @@ pub struct MissingCache(&'static str);
 /// # Errors
 /// [`MissingCache`] if the controller was declared without one of them.
 pub fn caches(
-    controller: &Controller<WebApp>,
+    c: &Controller<WebApp>,
     routes: &Informer<ConfigMap>,
 ) -> Result<Caches, MissingCache> {
     Ok(Caches {
-        configmaps: controller.store_of().ok_or(MissingCache("ConfigMap"))?,
-        deployments: controller.store_of().ok_or(MissingCache("Deployment"))?,
-        services: controller.store_of().ok_or(MissingCache("Service"))?,
+        configmaps: c.store_of().ok_or(MissingCache("ConfigMap"))?,
+        deployments: c.store_of().ok_or(MissingCache("Deployment"))?,
+        services: c.store_of().ok_or(MissingCache("Service"))?,
         routes: routes.store(),
     })
 }
@@ -115,11 +107,14 @@ pub fn caches(
 /// Refuses every write while `fence` is closed (a stand-by, or a leader
 /// whose lease may have expired).
 pub fn fence_gate(fence: LeaderFence) -> Arc<dyn WriteGate> {
-    Arc::new(move |_: &WriteAttempt<'_>| {
-        fence
-            .check()
-            .map_err(|closed| WriteRefused::with_source("not leading", closed))
-    })
+    let refuse = |closed: FenceClosed| WriteRefused::with_source("not leading", closed);
+    Arc::new(move |_: &WriteAttempt<'_>| fence.check().map_err(refuse))
+}
+
+/// A child control on the manager's client, behind its leader fence.
+fn kube_control<C: ChildResource>(manager: &Manager) -> Arc<dyn ChildControl<C>> {
+    let control = KubeChildControl::new(manager.client().clone(), NAME);
+    Arc::new(control.with_write_gate(fence_gate(manager.fence())))
 }
 
 /// Adds the WebApp controller to `manager`, writing through the API
@@ -128,29 +123,21 @@ pub fn fence_gate(fence: LeaderFence) -> Arc<dyn WriteGate> {
 /// # Errors
 /// A [`BuildError`] or [`MissingCache`], boxed for `run_main`.
 pub fn add_to(manager: &mut Manager, cli: &Cli) -> Result<(), BoxError> {
-    let metrics = ControllerMetrics::register(manager.registry_mut());
-    let (controller, routes_informer) = controller(manager.factory(), cli, Some(&metrics))?;
-    let (client, gate) = (manager.client().clone(), fence_gate(manager.fence()));
+    let (controller, routes_informer) = controller(manager, cli)?;
+    let gate = fence_gate(manager.fence());
+    let api = KubeWebAppApi::new(manager.client().clone(), NAME, cli.routes(), gate);
     let ctx = Arc::new(Context {
-        configmaps: Arc::new(
-            KubeChildControl::new(client.clone(), NAME).with_write_gate(gate.clone()),
-        ),
-        deployments: Arc::new(
-            KubeChildControl::new(client.clone(), NAME).with_write_gate(gate.clone()),
-        ),
-        services: Arc::new(
-            KubeChildControl::new(client.clone(), NAME).with_write_gate(gate.clone()),
-        ),
-        api: Arc::new(KubeWebAppApi::new(client, NAME, cli.routes(), gate)),
+        configmaps: kube_control(manager),
+        deployments: kube_control(manager),
+        services: kube_control(manager),
+        api: Arc::new(api),
         caches: caches(&controller, &routes_informer)?,
         routes: cli.routes(),
         consistency: controller.consistency().clone(),
     });
     manager.add(FnRunnable::new(NAME, move |stop| async move {
-        controller
-            .run(reconcile, ctx, stop.cancelled_owned())
-            .await
-            .map(drop)
+        let stopped = controller.run(reconcile, ctx, stop.cancelled_owned()).await;
+        stopped.map(drop)
     }));
     Ok(())
 }

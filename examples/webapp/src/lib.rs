@@ -106,16 +106,17 @@
 //! ## 4. The wiring: [`controller`]
 //!
 //! [`controller::controller`] declares the controller on the manager's
-//! shared informers:
+//! shared informers and metrics registry:
 //!
 //! ```text
-//! Controller::<WebApp>::builder(factory)
+//! Controller::<WebApp>::builder(manager.factory())
 //!     .name("webapp-operator")
 //!     .owns::<ConfigMap>().owns::<Deployment>().owns::<Service>()
 //!     .watches_with(Watches::new(routes::owners_of).informer(routes_informer))
 //!     .workers(cli.workers)
 //!     .drop_managed_fields()
 //!     .read_own_writes(READ_OWN_WRITES_WAIT)
+//!     .metrics(&ControllerMetrics::register(manager.registry_mut()))
 //! ```
 //!
 //! `owns` maps every child event to its WebApp through the controller
@@ -131,8 +132,8 @@
 //! ## 5. Testing
 //!
 //! `tests/reconcile.rs` runs the production declaration
-//! ([`controller::controller`]) on a `SharedInformerFactory` whose client is
-//! never used: its informers are not started but fed by hand with
+//! ([`controller::controller`]) on a manager whose client is never used:
+//! its factory's informers are not started but fed by hand with
 //! `Informer::apply_event`, the writes go to `FakeChildControl`s and a fake
 //! `WebAppApi`, and a small stand-in for the API server's watch feeds the
 //! writes back into the informers. Time is tokio's paused clock. The tests

@@ -112,6 +112,21 @@ pub fn crd() -> CustomResourceDefinition {
     WebApp::crd()
 }
 
+/// Prints [`crd_yaml`] on stdout for `--print-crd`; the exit status says
+/// whether it could.
+pub fn print_crd() -> std::process::ExitCode {
+    match crd_yaml() {
+        Ok(yaml) => {
+            print!("{yaml}");
+            std::process::ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("error: cannot serialize the CRD: {error}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
 /// [`crd`] as the YAML committed in `deploy/webapp-operator/crd.yaml`
 /// (what `webapp-operator --print-crd` prints).
 ///

@@ -14,7 +14,7 @@ use ctrlkit::prelude::ObjectKey;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::runtime::watcher;
 
-/// The routes ConfigMap's default name.
+/// The routes ConfigMap's name.
 pub const DEFAULT_NAME: &str = "webapp-routes";
 
 /// Where the routes ConfigMap lives.

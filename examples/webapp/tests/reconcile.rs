@@ -543,7 +543,8 @@ fn text<T: From<String>>(s: &str) -> T {
 #[test]
 fn zero_workers_is_a_build_error_not_a_panic() {
     use clap::Parser;
-    use ctrlkit_example_webapp::controller::{Cli, controller};
+    use ctrlkit::runtime::manager::Manager;
+    use ctrlkit_example_webapp::controller::{Cli, NAME, controller};
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -552,9 +553,9 @@ fn zero_workers_is_a_build_error_not_a_panic() {
         let client =
             kube::Client::try_from(kube::Config::new("http://127.0.0.1:1".parse().unwrap()))
                 .unwrap();
-        let factory = ctrlkit::prelude::SharedInformerFactory::new(client);
         let cli = Cli::try_parse_from(["webapp-operator", "--workers", "0"]).unwrap();
-        let err = controller(&factory, &cli, None).unwrap_err();
+        let mut manager = Manager::with_client(client, cli.manager.config(NAME)).unwrap();
+        let err = controller(&mut manager, &cli).unwrap_err();
         assert!(err.to_string().contains("worker"), "{err}");
     });
 }

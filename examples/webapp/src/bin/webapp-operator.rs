@@ -7,22 +7,13 @@ use std::process::ExitCode;
 use clap::Parser;
 use ctrlkit::runtime::manager::run_main;
 use ctrlkit_example_webapp::controller::{Cli, NAME, add_to};
-use ctrlkit_example_webapp::resource::crd_yaml;
+use ctrlkit_example_webapp::resource::print_crd;
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     if cli.print_crd {
-        return match crd_yaml() {
-            Ok(yaml) => {
-                print!("{yaml}");
-                ExitCode::SUCCESS
-            }
-            Err(error) => {
-                eprintln!("{NAME}: error: cannot serialize the CRD: {error}");
-                ExitCode::FAILURE
-            }
-        };
+        return print_crd();
     }
     run_main(NAME, &cli.manager, |manager| add_to(manager, &cli)).await
 }

@@ -15,9 +15,10 @@ use ctrlkit::childcontrol::{
     ChildControlError, FakeChildControl, Operation, WriteAttempt, WriteGate,
 };
 use ctrlkit::prelude::*;
+use ctrlkit::runtime::manager::Manager;
 use ctrlkit::runtime::{RunError, Stopped};
 use ctrlkit_example_webapp::api::WebAppApi;
-use ctrlkit_example_webapp::controller::{Cli, caches, controller};
+use ctrlkit_example_webapp::controller::{Cli, NAME, caches, controller};
 use ctrlkit_example_webapp::reconcile::{Context, reconcile};
 use ctrlkit_example_webapp::resource::{FINALIZER, WebApp, WebAppSpec, WebAppStatus};
 use ctrlkit_example_webapp::routes::RoutesRef;
@@ -250,7 +251,6 @@ impl Harness {
         let client =
             kube::Client::try_from(kube::Config::new("http://127.0.0.1:1".parse().unwrap()))
                 .unwrap();
-        let factory = SharedInformerFactory::new(client);
         let cli = Cli::try_parse_from([
             "webapp-operator",
             "--routes-namespace",
@@ -259,7 +259,9 @@ impl Harness {
             "2",
         ])
         .unwrap();
-        let (controller, routes) = controller(&factory, &cli, None).unwrap();
+        let mut manager = Manager::with_client(client, cli.manager.config(NAME)).unwrap();
+        let (controller, routes) = controller(&mut manager, &cli).unwrap();
+        let factory = manager.factory().clone();
         // The factory hands out the informers the controller took.
         let webapps = controller.informer().clone();
         let configmaps = factory.all::<ConfigMap>(Default::default());
