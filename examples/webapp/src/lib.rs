@@ -41,8 +41,9 @@
 //!   change; the name must also be a Service name; config keys must be
 //!   ConfigMap keys). An invalid WebApp gets `Ready=False`,
 //!   `Degraded=True` with reason `InvalidSpec` and every problem in the
-//!   message, one Warning event, and nothing is built. It is not retried:
-//!   the fix is a spec change, which queues it again.
+//!   message, one Warning event, and nothing is built from it (what the
+//!   last valid spec built keeps running). It is not retried: the fix is a
+//!   spec change, which queues it again.
 //! - [`children`] builds the ConfigMap, Deployment and Service a spec asks
 //!   for, and [`children::merge_patch`] computes the JSON merge patch that
 //!   brings an existing child back to it, or `None` when it already agrees

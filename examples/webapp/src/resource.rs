@@ -83,8 +83,7 @@ fn default_port() -> i32 {
 }
 
 // Every field is serialized, `None` as `null`, so that a JSON merge patch
-// of the whole status removes what is no longer true (a `url` after the
-// spec became invalid).
+// of the whole status removes what is no longer true.
 
 /// What webapp-operator observed.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
@@ -96,8 +95,8 @@ pub struct WebAppStatus {
     /// Pods of the Deployment that are ready.
     #[serde(default)]
     pub ready_replicas: i32,
-    /// Where the Service answers inside the cluster; `null` while the spec
-    /// is invalid.
+    /// Where the Service answers inside the cluster (the URL registered in
+    /// the routes ConfigMap); `null` until the spec was first valid.
     #[serde(default)]
     pub url: Option<String>,
     /// `Ready`, `Progressing` and `Degraded`, as `metav1.Condition`s.

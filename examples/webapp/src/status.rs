@@ -173,7 +173,12 @@ pub fn desired_status(app: &WebApp, outcome: Outcome<'_>, now: &Time) -> WebAppS
     WebAppStatus {
         observed_generation: generation,
         ready_replicas,
-        url: (!matches!(outcome, Outcome::Invalid(_))).then(|| url(app)),
+        // An invalid spec leaves what the last valid one built running,
+        // route included.
+        url: match outcome {
+            Outcome::Invalid(_) => app.status.as_ref().and_then(|s| s.url.clone()),
+            _ => Some(url(app)),
+        },
         conditions,
     }
 }

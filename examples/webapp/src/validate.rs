@@ -6,7 +6,8 @@
 //! change, a server can run without validation (a test fixture), and some
 //! rules are not expressible in the schema (the name must also be a valid
 //! Service name; config keys must be valid ConfigMap keys). A WebApp that
-//! fails here is reported in its status and left alone; nothing panics.
+//! fails here is reported in its status and nothing is built from it: what
+//! its last valid spec built keeps running. Nothing panics.
 
 use std::fmt;
 

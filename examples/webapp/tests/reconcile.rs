@@ -412,6 +412,39 @@ async fn fixing_an_invalid_spec_builds_the_app() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn an_invalid_change_leaves_the_running_app_alone() {
+    let h = Harness::start().await;
+    h.apply(h.new_app("web", spec()));
+    h.converge().await;
+    let children = h.write_count() - h.api.calls().len();
+
+    h.edit("web", |app| app.spec.port = 0);
+    h.converge().await;
+    assert_eq!(
+        h.write_count() - h.api.calls().len(),
+        children,
+        "no child touched"
+    );
+    let status = h.webapp("web").status.clone().unwrap();
+    assert_eq!(
+        condition(&status, READY),
+        ("False".into(), "InvalidSpec".into())
+    );
+    assert_eq!(status.observed_generation, Some(2));
+    assert_eq!(
+        status.url.as_deref(),
+        Some("http://web.shop.svc:8080"),
+        "still served"
+    );
+    assert_eq!(
+        h.api.routes().unwrap()["shop.web"],
+        "http://web.shop.svc:8080"
+    );
+    assert_eq!(h.webapp("web").finalizers(), [FINALIZER]);
+    h.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_refused_create_is_reported_with_the_server_message_and_retried() {
     let h = Harness::start().await;
     h.deploy_control.fail_next_op(Operation::Create, 1, || {
