@@ -124,3 +124,45 @@ fn the_schema_fills_in_the_defaults_the_rust_type_has() {
         }
     );
 }
+
+#[test]
+fn the_statuses_the_operator_writes_pass_the_schema() {
+    use ctrlkit_example_webapp::status::{Outcome, desired_status};
+    use ctrlkit_example_webapp::validate::validate;
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    use k8s_openapi::jiff::Timestamp;
+
+    let mut app = WebApp::new(
+        "web",
+        WebAppSpec {
+            image: "nginx".into(),
+            replicas: 2,
+            port: 80,
+            config: None,
+        },
+    );
+    app.metadata.namespace = Some("shop".into());
+    app.metadata.generation = Some(3);
+    let now = Time(Timestamp::from_second(1_700_000_000).unwrap());
+    let rolling = desired_status(&app, Outcome::Applied(&Deployment::default()), &now);
+    let failed = desired_status(
+        &app,
+        Outcome::Failed {
+            reason: "FailedCreate",
+            message: "quota",
+        },
+        &now,
+    );
+    app.spec.image.clear();
+    let invalid = desired_status(&app, Outcome::Invalid(&validate(&app).unwrap_err()), &now);
+    let crd = accepted();
+    for status in [rolling, failed, invalid] {
+        let mut obj = serde_json::to_value(&app).unwrap();
+        obj["spec"]["image"] = json!("nginx");
+        obj["status"] = serde_json::to_value(&status).unwrap();
+        let before = obj["status"].clone();
+        crd.version("v1").unwrap().schema.admit(&mut obj).unwrap();
+        assert_eq!(obj["status"], before, "nothing pruned or defaulted");
+    }
+}
