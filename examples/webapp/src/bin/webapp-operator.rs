@@ -1,0 +1,19 @@
+//! `webapp-operator`: runs the WebApp controller under ctrlkit's manager
+//! (leader election, /metrics, /healthz, /readyz, graceful drain), or
+//! prints the CRD with `--print-crd`.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use ctrlkit::runtime::manager::run_main;
+use ctrlkit_example_webapp::controller::{Cli, NAME, add_to};
+use ctrlkit_example_webapp::resource::print_crd;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if cli.print_crd {
+        return print_crd();
+    }
+    run_main(NAME, &cli.manager, |manager| add_to(manager, &cli)).await
+}
