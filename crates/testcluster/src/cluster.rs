@@ -60,7 +60,8 @@ impl TestCluster {
             .map_err(Error::Bind)?;
         let addr = listener.local_addr().map_err(Error::Bind)?;
         let base_url = format!("http://{addr}");
-        let api = Arc::new(Api::new(config.watch_history));
+        let api =
+            Arc::new(Api::new(config.watch_history).map_err(|e| Error::Bootstrap(e.to_string()))?);
         api.bootstrap().map_err(|e| Error::Bootstrap(e.message))?;
         let faults = Arc::new(FaultInjector::new(config.faults.clone(), config.seed));
         let stats = Arc::new(Counters::new());

@@ -15,15 +15,16 @@ use serde_json::{Value, json};
 
 use crate::discovery;
 use crate::faults::{FaultInjector, RequestInfo};
+use crate::kinds::PODS;
 use crate::ops::{Api, DeleteOpts, Deleted, WriteCtx};
 use crate::patch::PatchKind;
-use crate::resources::{self, RESOURCES};
+use crate::resources::{ResourceDef, Snapshot};
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::semantics::{self, Part};
 use crate::stats::{Counters, Slot};
 use crate::status::{ApiError, status_response};
-use crate::store::{Key, Stored};
-use crate::watch::{self, Start, WatchSpec};
+use crate::store::{EventType, Key, Stored, build_frame};
+use crate::watch::{self, FrameFn, Start, WatchSpec};
 
 /// The header marking requests from the cluster's own components (the
 /// kubelet simulation); faults never apply to them.
@@ -74,8 +75,20 @@ fn value_response(code: StatusCode, v: &Value) -> Response<Body> {
     json_response(code, Bytes::from(v.to_string()))
 }
 
-fn stored_response(code: StatusCode, s: &Stored) -> Response<Body> {
+/// A stored object as `def` serves it.
+fn stored_response(def: &ResourceDef, code: StatusCode, s: &Stored) -> Response<Body> {
+    if def.conversion.is_some() {
+        return value_response(code, &def.to_view(s.value()));
+    }
     json_response(code, s.json.clone())
+}
+
+/// The stored object's JSON as `def` serves it.
+fn served_json(def: &ResourceDef, s: &Stored) -> Bytes {
+    if def.conversion.is_some() {
+        return Bytes::from(def.to_view(s.value()).to_string());
+    }
+    s.json.clone()
 }
 
 fn not_found_path(path: &str) -> Response<Body> {
@@ -89,63 +102,44 @@ fn not_found_path(path: &str) -> Response<Body> {
 /// A parsed resource path.
 #[derive(Debug)]
 struct Target<'a> {
-    resource: usize,
+    def: Arc<ResourceDef>,
     namespace: Option<&'a str>,
     name: Option<&'a str>,
     sub: Option<&'a str>,
 }
 
-fn parse_target<'a>(group: &str, version: &str, rest: &[&'a str]) -> Option<Target<'a>> {
-    let lookup = |plural: &str| resources::lookup(group, version, plural);
+fn parse_target<'a>(
+    snap: &Snapshot,
+    group: &str,
+    version: &str,
+    rest: &[&'a str],
+) -> Option<Target<'a>> {
+    let lookup = |plural: &str| snap.lookup(group, version, plural).cloned();
+    let target = |def, namespace, name, sub| {
+        Some(Target {
+            def,
+            namespace,
+            name,
+            sub,
+        })
+    };
     match rest {
-        ["namespaces", ns, plural, tail @ ..]
-            if lookup(plural).is_some_and(|r| RESOURCES[r].namespaced) =>
-        {
-            let resource = lookup(plural)?;
+        ["namespaces", ns, plural, tail @ ..] if lookup(plural).is_some_and(|d| d.namespaced) => {
+            let def = lookup(plural)?;
             match tail {
-                [] => Some(Target {
-                    resource,
-                    namespace: Some(ns),
-                    name: None,
-                    sub: None,
-                }),
-                [name] => Some(Target {
-                    resource,
-                    namespace: Some(ns),
-                    name: Some(name),
-                    sub: None,
-                }),
-                [name, sub] => Some(Target {
-                    resource,
-                    namespace: Some(ns),
-                    name: Some(name),
-                    sub: Some(sub),
-                }),
+                [] => target(def, Some(*ns), None, None),
+                [name] => target(def, Some(*ns), Some(*name), None),
+                [name, sub] => target(def, Some(*ns), Some(*name), Some(*sub)),
                 _ => None,
             }
         }
         [plural, tail @ ..] => {
-            let resource = lookup(plural)?;
-            let namespaced = RESOURCES[resource].namespaced;
+            let def = lookup(plural)?;
+            let namespaced = def.namespaced;
             match tail {
-                [] => Some(Target {
-                    resource,
-                    namespace: None,
-                    name: None,
-                    sub: None,
-                }),
-                [name] if !namespaced => Some(Target {
-                    resource,
-                    namespace: None,
-                    name: Some(name),
-                    sub: None,
-                }),
-                [name, sub] if !namespaced => Some(Target {
-                    resource,
-                    namespace: None,
-                    name: Some(name),
-                    sub: Some(sub),
-                }),
+                [] => target(def, None, None, None),
+                [name] if !namespaced => target(def, None, Some(*name), None),
+                [name, sub] if !namespaced => target(def, None, Some(*name), Some(*sub)),
                 _ => None,
             }
         }
@@ -157,11 +151,32 @@ fn parse_target<'a>(group: &str, version: &str, rest: &[&'a str]) -> Option<Targ
 pub(crate) async fn handle(State(server): State<Arc<Server>>, req: Request) -> Response<Body> {
     let mut slot = Slot::non_resource(req.headers().contains_key(INTERNAL_HEADER));
     if req.method() != Method::GET {
-        slot.set(RESOURCES.len(), None, "other");
+        slot.set_verb("other");
     }
     let resp = route(&server, req, &mut slot).await;
     server.stats.record(slot, resp.status().as_u16());
     resp
+}
+
+fn discovery_response(
+    req: &Request,
+    legacy: Value,
+    aggregated: impl FnOnce() -> Value,
+) -> Response<Body> {
+    let accept = req
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if discovery::wants_aggregated(accept) {
+        let mut r = json_response(StatusCode::OK, Bytes::from(aggregated().to_string()));
+        r.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(discovery::AGGREGATED),
+        );
+        return r;
+    }
+    value_response(StatusCode::OK, &legacy)
 }
 
 /// Answer one request; `slot` learns its verb and resource.
@@ -172,42 +187,51 @@ async fn route(server: &Arc<Server>, req: Request, slot: &mut Slot) -> Response<
         .split('/')
         .filter(|s| !s.is_empty())
         .collect();
+    let snap = server.api.registry.snapshot();
     match segments.as_slice() {
         ["version"] => return value_response(StatusCode::OK, &discovery::version()),
         ["healthz" | "livez" | "readyz", ..] => {
             return json_response(StatusCode::OK, Bytes::from_static(b"ok"));
         }
         ["api"] => {
-            return value_response(StatusCode::OK, &discovery::core_versions(&server.address));
+            return discovery_response(&req, discovery::core_versions(&server.address), || {
+                discovery::aggregated(&snap, true)
+            });
         }
-        ["apis"] => return value_response(StatusCode::OK, &discovery::group_list()),
+        ["apis"] => {
+            return discovery_response(&req, discovery::group_list(&snap), || {
+                discovery::aggregated(&snap, false)
+            });
+        }
         ["api", v] => {
-            return match discovery::resource_list("", v) {
+            return match discovery::resource_list(&snap, "", v) {
                 Some(doc) => value_response(StatusCode::OK, &doc),
                 None => not_found_path(&path),
             };
         }
         ["apis", g] => {
-            return match discovery::group(g) {
+            return match discovery::group(&snap, g) {
                 Some(doc) => value_response(StatusCode::OK, &doc),
                 None => not_found_path(&path),
             };
         }
         ["apis", g, v] => {
-            return match discovery::resource_list(g, v) {
+            return match discovery::resource_list(&snap, g, v) {
                 Some(doc) => value_response(StatusCode::OK, &doc),
                 None => not_found_path(&path),
             };
         }
-        ["openapi", "v3"] => return value_response(StatusCode::OK, &discovery::openapi_root()),
+        ["openapi", "v3"] => {
+            return value_response(StatusCode::OK, &discovery::openapi_root(&snap));
+        }
         ["openapi", "v3", "api", v] => {
-            return match discovery::openapi_group_version("", v) {
+            return match discovery::openapi_group_version(&snap, "", v) {
                 Some(doc) => value_response(StatusCode::OK, &doc),
                 None => not_found_path(&path),
             };
         }
         ["openapi", "v3", "apis", g, v] => {
-            return match discovery::openapi_group_version(g, v) {
+            return match discovery::openapi_group_version(&snap, g, v) {
                 Some(doc) => value_response(StatusCode::OK, &doc),
                 None => not_found_path(&path),
             };
@@ -215,10 +239,11 @@ async fn route(server: &Arc<Server>, req: Request, slot: &mut Slot) -> Response<
         _ => {}
     }
     let target = match segments.as_slice() {
-        ["api", v, rest @ ..] => parse_target("", v, rest),
-        ["apis", g, v, rest @ ..] => parse_target(g, v, rest),
+        ["api", v, rest @ ..] => parse_target(&snap, "", v, rest),
+        ["apis", g, v, rest @ ..] => parse_target(&snap, g, v, rest),
         _ => None,
     };
+    drop(snap);
     let Some(target) = target else {
         return not_found_path(&path);
     };
@@ -227,6 +252,7 @@ async fn route(server: &Arc<Server>, req: Request, slot: &mut Slot) -> Response<
         .unwrap_or_default();
     let internal = slot.internal;
     let is_watch = matches!(params.get("watch").map(String::as_str), Some("true" | "1"));
+    let def = target.def.clone();
     let verb = match (req.method().clone(), target.name.is_some()) {
         (Method::GET, true) => "get",
         (Method::GET, false) if is_watch => "watch",
@@ -237,7 +263,7 @@ async fn route(server: &Arc<Server>, req: Request, slot: &mut Slot) -> Response<
         (Method::DELETE, true) => "delete",
         (Method::DELETE, false) => "deletecollection",
         _ => {
-            slot.set_other_verb(target.resource, target.sub);
+            slot.set(def.id, def.plural, target.sub, "other");
             return status_response(
                 405,
                 "MethodNotAllowed",
@@ -245,10 +271,10 @@ async fn route(server: &Arc<Server>, req: Request, slot: &mut Slot) -> Response<
             );
         }
     };
-    slot.set(target.resource, target.sub, verb);
+    slot.set(def.id, def.plural, target.sub, verb);
     let info = RequestInfo {
         verb,
-        resource: RESOURCES[target.resource].plural,
+        resource: def.plural,
         subresource: target.sub,
         namespace: target.namespace,
         name: target.name,
@@ -298,7 +324,7 @@ fn parse_body(body: &[u8]) -> Result<Value, ApiError> {
 }
 
 fn part_of(target: &Target<'_>) -> Result<Part, ApiError> {
-    let def = &RESOURCES[target.resource];
+    let def = &target.def;
     match target.sub {
         None => Ok(Part::Main),
         Some(sub) if def.has_subresource(sub) && sub == "status" => Ok(Part::Status),
@@ -319,7 +345,7 @@ fn dispatch(
     body: &[u8],
 ) -> Result<Response<Body>, ApiError> {
     let api = &server.api;
-    let resource = target.resource;
+    let def = &target.def;
     let ns = target.namespace.unwrap_or("");
     let name = target.name.unwrap_or("");
     let dry_run = params.get("dryRun").is_some_and(|d| d == "All");
@@ -327,23 +353,22 @@ fn dispatch(
         manager: manager(params, headers),
         dry_run,
     };
-    let def = &RESOURCES[resource];
     if def.namespaced && target.namespace.is_none() && !matches!(verb, "list" | "watch") {
         return Err(ApiError::not_found("namespaces", ""));
     }
     match verb {
         "get" => {
-            let stored = api.get(resource, ns, name)?;
+            let stored = api.get(def, ns, name)?;
             match part_of(target)? {
                 Part::Scale => Ok(value_response(
                     StatusCode::OK,
-                    &semantics::scale_of(&stored.value()),
+                    &semantics::scale_of(def, &stored.value()),
                 )),
-                _ => Ok(stored_response(StatusCode::OK, &stored)),
+                _ => Ok(stored_response(def, StatusCode::OK, &stored)),
             }
         }
         "list" => list(api, target, params, headers),
-        "create" if target.sub == Some("binding") && resource == resources::PODS => {
+        "create" if target.sub == Some("binding") && def.id == PODS => {
             let body = parse_body(body)?;
             api.bind(ns, name, &body, ctx)?;
             Ok(value_response(
@@ -352,8 +377,8 @@ fn dispatch(
             ))
         }
         "create" if target.name.is_none() => {
-            let stored = api.create_body(resource, ns, body, parse_body, ctx)?;
-            Ok(stored_response(StatusCode::CREATED, &stored))
+            let stored = api.create_body(def, ns, body, &parse_body, ctx)?;
+            Ok(stored_response(def, StatusCode::CREATED, &stored))
         }
         "create" => Err(ApiError::new(
             405,
@@ -363,8 +388,8 @@ fn dispatch(
         "update" => {
             let part = part_of(target)?;
             let body = parse_body(body)?;
-            let stored = api.update(resource, ns, name, part, body, ctx)?;
-            Ok(part_response(part, &stored))
+            let stored = api.update(def, ns, name, part, body, ctx)?;
+            Ok(part_response(def, part, &stored))
         }
         "patch" => {
             let part = part_of(target)?;
@@ -389,8 +414,8 @@ fn dispatch(
                 manager: mgr,
                 dry_run,
             };
-            let stored = api.patch(resource, ns, name, part, kind, body, force, ctx)?;
-            Ok(part_response(part, &stored))
+            let stored = api.patch(def, ns, name, part, kind, body, force, ctx)?;
+            Ok(part_response(def, part, &stored))
         }
         "delete" => {
             if target.sub.is_some() {
@@ -401,22 +426,22 @@ fn dispatch(
                 ));
             }
             let opts = delete_opts(params, body)?;
-            match api.delete(resource, ns, name, &opts)? {
-                Deleted::Gone(s) => Ok(stored_response(StatusCode::OK, &s)),
-                Deleted::Pending(s) => Ok(stored_response(StatusCode::ACCEPTED, &s)),
+            match api.delete(def, ns, name, &opts)? {
+                Deleted::Gone(s) => Ok(stored_response(def, StatusCode::OK, &s)),
+                Deleted::Pending(s) => Ok(stored_response(def, StatusCode::ACCEPTED, &s)),
             }
         }
         "deletecollection" => {
             let opts = delete_opts(params, body)?;
-            let (labels, fields) = selectors(params)?;
-            let (items, _) = api.store.list(resource, target.namespace, None);
+            let (labels, fields) = selectors(def, params)?;
+            let (items, _) = api.store.list(def.storage, target.namespace, None);
             let mut deleted = Vec::new();
             for item in items
                 .iter()
                 .filter(|s| labels.matches_stored(s) && fields.matches_stored(s))
             {
                 let (ins, n) = (&item.summary.namespace, &item.summary.name);
-                match api.delete(resource, ins, n, &opts) {
+                match api.delete(def, ins, n, &opts) {
                     Ok(Deleted::Gone(s) | Deleted::Pending(s)) => deleted.push(s),
                     Err(e) if e.code == 404 => {}
                     Err(e) => return Err(e),
@@ -429,10 +454,10 @@ fn dispatch(
     }
 }
 
-fn part_response(part: Part, stored: &Stored) -> Response<Body> {
+fn part_response(def: &ResourceDef, part: Part, stored: &Stored) -> Response<Body> {
     match part {
-        Part::Scale => value_response(StatusCode::OK, &semantics::scale_of(&stored.value())),
-        _ => stored_response(StatusCode::OK, stored),
+        Part::Scale => value_response(StatusCode::OK, &semantics::scale_of(def, &stored.value())),
+        _ => stored_response(def, StatusCode::OK, stored),
     }
 }
 
@@ -481,15 +506,23 @@ fn delete_opts(params: &Params, body: &[u8]) -> Result<DeleteOpts, ApiError> {
     Ok(opts)
 }
 
-fn selectors(params: &Params) -> Result<(LabelSelector, FieldSelector), ApiError> {
+/// The request's selectors; field paths of a view are mapped to the
+/// stored form they are matched against.
+fn selectors(
+    def: &ResourceDef,
+    params: &Params,
+) -> Result<(LabelSelector, FieldSelector), ApiError> {
     let labels = match params.get("labelSelector") {
         Some(s) => LabelSelector::parse(s)?,
         None => LabelSelector::default(),
     };
-    let fields = match params.get("fieldSelector") {
+    let mut fields = match params.get("fieldSelector") {
         Some(s) => FieldSelector::parse(s)?,
         None => FieldSelector::default(),
     };
+    if let Some(c) = &def.conversion {
+        fields.map_paths(|p| c.stored_field(p));
+    }
     Ok((labels, fields))
 }
 
@@ -513,7 +546,7 @@ fn decode_continue(token: &str) -> Result<Key, ApiError> {
 }
 
 fn list_response(
-    def: &resources::ResourceDef,
+    def: &ResourceDef,
     rv: u64,
     items: &[Arc<Stored>],
     cont: Option<(String, usize)>,
@@ -536,7 +569,7 @@ fn list_response(
         if i > 0 {
             buf.extend_from_slice(b",");
         }
-        buf.extend_from_slice(&item.json);
+        buf.extend_from_slice(&served_json(def, item));
     }
     buf.extend_from_slice(b"]}");
     json_response(StatusCode::OK, buf.freeze())
@@ -548,8 +581,8 @@ fn list(
     params: &Params,
     _headers: &HeaderMap,
 ) -> Result<Response<Body>, ApiError> {
-    let def = &RESOURCES[target.resource];
-    let (labels, fields) = selectors(params)?;
+    let def = &target.def;
+    let (labels, fields) = selectors(def, params)?;
     let start = match params.get("continue").filter(|c| !c.is_empty()) {
         Some(c) => Some(decode_continue(c)?),
         None => None,
@@ -560,7 +593,7 @@ fn list(
         .filter(|l| *l > 0);
     let (items, rv) = api
         .store
-        .list(target.resource, target.namespace, start.as_ref());
+        .list(def.storage, target.namespace, start.as_ref());
     let mut matching = items
         .into_iter()
         .filter(|s| labels.matches_stored(s) && fields.matches_stored(s));
@@ -571,7 +604,7 @@ fn list(
     let remaining = matching.count();
     let cont = match page.last() {
         Some(last) if remaining > 0 => {
-            let key = Api::key(target.resource, &last.summary.namespace, &last.summary.name);
+            let key = Api::key(def, &last.summary.namespace, &last.summary.name);
             Some((encode_continue(&key), remaining))
         }
         _ => None,
@@ -585,7 +618,8 @@ fn watch_response(
     params: &Params,
     info: &RequestInfo<'_>,
 ) -> Response<Body> {
-    let (labels, fields) = match selectors(params) {
+    let def = &target.def;
+    let (labels, fields) = match selectors(def, params) {
         Ok(s) => s,
         Err(e) => return e.into_response(),
     };
@@ -614,8 +648,21 @@ fn watch_response(
         .get("timeoutSeconds")
         .and_then(|t| t.parse::<u64>().ok())
         .map_or(Duration::from_secs(1800), Duration::from_secs);
+    let encode: Option<FrameFn> = def.conversion.as_ref().map(|_| {
+        let def = def.clone();
+        Arc::new(move |kind: EventType, s: &Stored| {
+            let value = def.to_view(s.value());
+            build_frame(kind, 0, |buf| {
+                let _ = serde_json::to_writer(&mut *buf, &value);
+            })
+            .0
+        }) as FrameFn
+    });
     let spec = WatchSpec {
-        resource: target.resource,
+        resource: def.storage,
+        kind: def.kind,
+        api_version: def.api_version,
+        encode,
         namespace: target.namespace.map(str::to_string),
         labels,
         fields,

@@ -43,11 +43,11 @@ async fn strategic_merge_for_metadata_lists() {
     p.metadata.finalizers = Some(vec!["example.com/a".into()]);
     p.metadata.owner_references = Some(vec![
         serde_json::from_value(
-            json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "o1", "uid": "uid-1"}),
+            json!({"apiVersion": "example.com/v1", "kind": "Thing", "name": "o1", "uid": "uid-1"}),
         )
         .unwrap(),
         serde_json::from_value(
-            json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "o2", "uid": "uid-2"}),
+            json!({"apiVersion": "example.com/v1", "kind": "Thing", "name": "o2", "uid": "uid-2"}),
         )
         .unwrap(),
     ]);
@@ -58,7 +58,7 @@ async fn strategic_merge_for_metadata_lists() {
         "labels": {"l": "v"},
         "ownerReferences": [
             {"uid": "uid-1", "$patch": "delete"},
-            {"apiVersion": "v1", "kind": "ConfigMap", "name": "o3", "uid": "uid-3"}
+            {"apiVersion": "example.com/v1", "kind": "Thing", "name": "o3", "uid": "uid-3"}
         ]
     }}));
     let p = pods
