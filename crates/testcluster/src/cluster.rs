@@ -7,7 +7,9 @@ use http::{HeaderName, HeaderValue};
 use kube::config::Kubeconfig;
 use serde_json::json;
 
+use crate::authz::Authorization;
 use crate::config::TestClusterConfig;
+use crate::decode::Decoders;
 use crate::error::Error;
 use crate::faults::FaultInjector;
 use crate::kubelet::Kubelet;
@@ -71,6 +73,8 @@ impl TestCluster {
             faults: faults.clone(),
             address: addr.to_string(),
             bookmark_interval: config.bookmark_interval,
+            decoders: Decoders::default(),
+            authz: Authorization::default(),
         });
         let app = axum::Router::new()
             .fallback(server::handle)

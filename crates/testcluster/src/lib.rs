@@ -82,8 +82,10 @@
 //! # }
 //! ```
 
+mod authz;
 mod cluster;
 mod config;
+mod decode;
 mod discovery;
 mod encoded;
 mod error;

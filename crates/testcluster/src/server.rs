@@ -13,6 +13,8 @@ use futures::StreamExt;
 use http::{HeaderMap, HeaderValue, Method, Response, StatusCode, header};
 use serde_json::{Value, json};
 
+use crate::authz::{Attributes, Authorization};
+use crate::decode::{self, Decoders};
 use crate::discovery;
 use crate::faults::{FaultInjector, RequestInfo};
 use crate::kinds::PODS;
@@ -57,6 +59,10 @@ pub(crate) struct Server {
     pub(crate) address: String,
     pub(crate) bookmark_interval: Duration,
     pub(crate) stats: Arc<Counters>,
+    /// Request body decoders beyond JSON and YAML.
+    pub(crate) decoders: Decoders,
+    /// The authorizer, if one is plugged in.
+    pub(crate) authz: Authorization,
 }
 
 type Params = HashMap<String, String>;
@@ -280,6 +286,23 @@ async fn route(server: &Arc<Server>, req: Request, slot: &mut Slot) -> Response<
         name: target.name,
         internal,
     };
+    let token = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let attrs = Attributes {
+        token,
+        verb,
+        api_group: def.group,
+        resource: def.plural,
+        subresource: target.sub,
+        namespace: target.namespace,
+        name: target.name,
+    };
+    if let Err(e) = server.authz.check(&attrs) {
+        return e.into_response();
+    }
     if !internal && let Some(resp) = server.faults.before_request(&info).await {
         return resp;
     }
@@ -311,18 +334,6 @@ fn manager<'a>(params: &'a Params, headers: &'a HeaderMap) -> &'a str {
         .unwrap_or("unknown")
 }
 
-fn parse_body(body: &[u8]) -> Result<Value, ApiError> {
-    let v: Value = serde_json::from_slice(body)
-        .or_else(|_| serde_yaml::from_slice(body))
-        .map_err(|e| {
-            ApiError::bad_request(format!("the request body is not valid JSON or YAML: {e}"))
-        })?;
-    if !v.is_object() {
-        return Err(ApiError::bad_request("the request body must be an object"));
-    }
-    Ok(v)
-}
-
 fn part_of(target: &Target<'_>) -> Result<Part, ApiError> {
     let def = &target.def;
     match target.sub {
@@ -346,6 +357,11 @@ fn dispatch(
 ) -> Result<Response<Body>, ApiError> {
     let api = &server.api;
     let def = &target.def;
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let parse_body = |body: &[u8]| server.decoders.decode(def, content_type, body);
     let ns = target.namespace.unwrap_or("");
     let name = target.name.unwrap_or("");
     let dry_run = params.get("dryRun").is_some_and(|d| d == "All");
@@ -377,7 +393,11 @@ fn dispatch(
             ))
         }
         "create" if target.name.is_none() => {
-            let stored = api.create_body(def, ns, body, &parse_body, ctx)?;
+            let stored = if decode::is_json(content_type) {
+                api.create_body(def, ns, body, &parse_body, ctx)?
+            } else {
+                api.create(def, ns, parse_body(body)?, ctx)?
+            };
             Ok(stored_response(def, StatusCode::CREATED, &stored))
         }
         "create" => Err(ApiError::new(
