@@ -97,12 +97,20 @@ fn served_json(def: &ResourceDef, s: &Stored) -> Bytes {
     s.json.clone()
 }
 
-fn not_found_path(path: &str) -> Response<Body> {
-    status_response(
-        404,
-        "NotFound",
-        &format!("the server could not find the requested resource ({path})"),
+/// kube-apiserver's answer to a path no handler serves: an unknown
+/// resource, group, version or subresource.
+fn not_found_path() -> Response<Body> {
+    ApiError::not_found_path().into_response()
+}
+
+/// kube-apiserver's answer to a method the path does not support.
+fn method_not_allowed() -> Response<Body> {
+    ApiError::new(
+        405,
+        "MethodNotAllowed",
+        "the server does not allow this method on the requested resource",
     )
+    .into_response()
 }
 
 /// A parsed resource path.
@@ -212,19 +220,19 @@ async fn route(server: &Arc<Server>, req: Request, slot: &mut Slot) -> Response<
         ["api", v] => {
             return match discovery::resource_list(&snap, "", v) {
                 Some(doc) => value_response(StatusCode::OK, &doc),
-                None => not_found_path(&path),
+                None => not_found_path(),
             };
         }
         ["apis", g] => {
             return match discovery::group(&snap, g) {
                 Some(doc) => value_response(StatusCode::OK, &doc),
-                None => not_found_path(&path),
+                None => not_found_path(),
             };
         }
         ["apis", g, v] => {
             return match discovery::resource_list(&snap, g, v) {
                 Some(doc) => value_response(StatusCode::OK, &doc),
-                None => not_found_path(&path),
+                None => not_found_path(),
             };
         }
         ["openapi", "v3"] => {
@@ -233,13 +241,13 @@ async fn route(server: &Arc<Server>, req: Request, slot: &mut Slot) -> Response<
         ["openapi", "v3", "api", v] => {
             return match discovery::openapi_group_version(&snap, "", v) {
                 Some(doc) => value_response(StatusCode::OK, &doc),
-                None => not_found_path(&path),
+                None => not_found_path(),
             };
         }
         ["openapi", "v3", "apis", g, v] => {
             return match discovery::openapi_group_version(&snap, g, v) {
                 Some(doc) => value_response(StatusCode::OK, &doc),
-                None => not_found_path(&path),
+                None => not_found_path(),
             };
         }
         _ => {}
@@ -251,7 +259,7 @@ async fn route(server: &Arc<Server>, req: Request, slot: &mut Slot) -> Response<
     };
     drop(snap);
     let Some(target) = target else {
-        return not_found_path(&path);
+        return not_found_path();
     };
     let params: Params = Query::<Params>::try_from_uri(req.uri())
         .map(|q| q.0)
@@ -259,23 +267,36 @@ async fn route(server: &Arc<Server>, req: Request, slot: &mut Slot) -> Response<
     let internal = slot.internal;
     let is_watch = matches!(params.get("watch").map(String::as_str), Some("true" | "1"));
     let def = target.def.clone();
-    let verb = match (req.method().clone(), target.name.is_some()) {
-        (Method::GET, true) => "get",
-        (Method::GET, false) if is_watch => "watch",
-        (Method::GET, false) => "list",
-        (Method::POST, _) => "create",
-        (Method::PUT, _) => "update",
-        (Method::PATCH, _) => "patch",
-        (Method::DELETE, true) => "delete",
-        (Method::DELETE, false) => "deletecollection",
-        _ => {
+    // The verbs of the path's kind, as kube-apiserver routes them: a
+    // collection takes GET/POST/DELETE, an object GET/PUT/PATCH/DELETE,
+    // `status` and `scale` GET/PUT/PATCH, `binding` POST.
+    let method = req.method().clone();
+    let verb = match (target.name.is_some(), target.sub, method) {
+        (false, _, Method::GET) if is_watch => Some("watch"),
+        (false, _, Method::GET) => Some("list"),
+        (false, _, Method::POST) => Some("create"),
+        (false, _, Method::DELETE) => Some("deletecollection"),
+        (true, None, Method::GET) => Some("get"),
+        (true, None, Method::PUT) => Some("update"),
+        (true, None, Method::PATCH) => Some("patch"),
+        (true, None, Method::DELETE) => Some("delete"),
+        (true, Some(sub), m) if def.has_subresource(sub) => match (sub, m) {
+            ("binding", Method::POST) => Some("create"),
+            ("binding", _) => None,
+            (_, Method::GET) => Some("get"),
+            (_, Method::PUT) => Some("update"),
+            (_, Method::PATCH) => Some("patch"),
+            _ => None,
+        },
+        (true, Some(_), _) => {
             slot.set(def.id, def.plural, target.sub, "other");
-            return status_response(
-                405,
-                "MethodNotAllowed",
-                "the server does not allow this method on the requested resource",
-            );
+            return not_found_path();
         }
+        _ => None,
+    };
+    let Some(verb) = verb else {
+        slot.set(def.id, def.plural, target.sub, "other");
+        return method_not_allowed();
     };
     slot.set(def.id, def.plural, target.sub, verb);
     let info = RequestInfo {
@@ -340,10 +361,7 @@ fn part_of(target: &Target<'_>) -> Result<Part, ApiError> {
         None => Ok(Part::Main),
         Some(sub) if def.has_subresource(sub) && sub == "status" => Ok(Part::Status),
         Some(sub) if def.has_subresource(sub) && sub == "scale" => Ok(Part::Scale),
-        Some(sub) => Err(ApiError::not_found(
-            &format!("{}/{sub}", def.plural),
-            target.name.unwrap_or(""),
-        )),
+        Some(_) => Err(ApiError::not_found_path()),
     }
 }
 
@@ -400,11 +418,6 @@ fn dispatch(
             };
             Ok(stored_response(def, StatusCode::CREATED, &stored))
         }
-        "create" => Err(ApiError::new(
-            405,
-            "MethodNotAllowed",
-            "POST is not supported on this path",
-        )),
         "update" => {
             let part = part_of(target)?;
             let body = parse_body(body)?;
@@ -438,13 +451,6 @@ fn dispatch(
             Ok(part_response(def, part, &stored))
         }
         "delete" => {
-            if target.sub.is_some() {
-                return Err(ApiError::new(
-                    405,
-                    "MethodNotAllowed",
-                    "DELETE is not supported on subresources",
-                ));
-            }
             let opts = delete_opts(params, body)?;
             match api.delete(def, ns, name, &opts)? {
                 Deleted::Gone(s) => Ok(stored_response(def, StatusCode::OK, &s)),
