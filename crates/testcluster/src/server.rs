@@ -24,7 +24,7 @@ use crate::resources::{ResourceDef, Snapshot};
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::semantics::{self, Part};
 use crate::stats::{Counters, Slot};
-use crate::status::{ApiError, status_response};
+use crate::status::ApiError;
 use crate::store::{EventType, Key, Stored, build_frame};
 use crate::watch::{self, FrameFn, Start, WatchSpec};
 
