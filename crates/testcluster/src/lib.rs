@@ -106,6 +106,7 @@ mod stats;
 mod status;
 mod store;
 mod summary;
+mod table;
 mod templates;
 mod watch;
 

@@ -166,6 +166,11 @@ impl Api {
         }
     }
 
+    /// The cluster's current time.
+    pub(crate) fn now(&self) -> jiff::Timestamp {
+        jiff::Timestamp::now()
+    }
+
     /// End every open watch.
     pub(crate) fn close(&self) {
         self.closed.send_replace(true);

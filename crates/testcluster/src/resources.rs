@@ -60,7 +60,6 @@ pub(crate) type CellFn = Arc<dyn Fn(&Value, jiff::Timestamp) -> Value + Send + S
 
 /// One column of the resource's server-side Table output.
 #[derive(Clone)]
-#[allow(dead_code)] // read by the Table encoder, which comes next
 pub(crate) struct Column {
     /// The header, e.g. `Name`, `Ready`.
     pub(crate) name: String,

@@ -26,6 +26,7 @@ use crate::semantics::{self, Part};
 use crate::stats::{Counters, Slot};
 use crate::status::ApiError;
 use crate::store::{EventType, Key, Stored, build_frame};
+use crate::table::TableRequest;
 use crate::watch::{self, FrameFn, Start, WatchSpec};
 
 /// The header marking requests from the cluster's own components (the
@@ -328,7 +329,7 @@ async fn route(server: &Arc<Server>, req: Request, slot: &mut Slot) -> Response<
         return resp;
     }
     if verb == "watch" {
-        return watch_response(server, &target, &params, &info);
+        return watch_response(server, &target, &params, req.headers(), &info);
     }
     let (parts, body) = req.into_parts();
     let body = match axum::body::to_bytes(body, MAX_BODY).await {
@@ -393,11 +394,22 @@ fn dispatch(
     match verb {
         "get" => {
             let stored = api.get(def, ns, name)?;
-            match part_of(target)? {
-                Part::Scale => Ok(value_response(
+            let table = table_request(headers, params)?;
+            match (part_of(target)?, table) {
+                (Part::Scale, _) => Ok(value_response(
                     StatusCode::OK,
                     &semantics::scale_of(def, &stored.value()),
                 )),
+                (Part::Main, Some(table)) => {
+                    let value = stored.value();
+                    let row = table.row(def, &value, def.to_view(value.clone()), api.now());
+                    let doc = table.table(
+                        def,
+                        json!({"resourceVersion": stored.rv.to_string()}),
+                        vec![row],
+                    );
+                    Ok(table_response(&table, &doc))
+                }
                 _ => Ok(stored_response(def, StatusCode::OK, &stored)),
             }
         }
@@ -601,13 +613,35 @@ fn list_response(
     json_response(StatusCode::OK, buf.freeze())
 }
 
+/// The Table the request asks for, if any.
+fn table_request(headers: &HeaderMap, params: &Params) -> Result<Option<TableRequest>, ApiError> {
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if !accept.contains("as=Table") {
+        return Ok(None);
+    }
+    TableRequest::from_request(accept, params.get("includeObject").map(String::as_str))
+}
+
+fn table_response(table: &TableRequest, doc: &Value) -> Response<Body> {
+    let mut r = value_response(StatusCode::OK, doc);
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(table.content_type()),
+    );
+    r
+}
+
 fn list(
     api: &Api,
     target: &Target<'_>,
     params: &Params,
-    _headers: &HeaderMap,
+    headers: &HeaderMap,
 ) -> Result<Response<Body>, ApiError> {
     let def = &target.def;
+    let table = table_request(headers, params)?;
     let (labels, fields) = selectors(def, params)?;
     let start = match params.get("continue").filter(|c| !c.is_empty()) {
         Some(c) => Some(decode_continue(c)?),
@@ -635,6 +669,22 @@ fn list(
         }
         _ => None,
     };
+    if let Some(table) = table {
+        let now = api.now();
+        let rows = page
+            .iter()
+            .map(|s| {
+                let value = s.value();
+                table.row(def, &value, def.to_view(value.clone()), now)
+            })
+            .collect();
+        let mut meta = json!({"resourceVersion": rv.to_string()});
+        if let Some((token, remaining)) = cont {
+            meta["continue"] = json!(token);
+            meta["remainingItemCount"] = json!(remaining);
+        }
+        return Ok(table_response(&table, &table.table(def, meta, rows)));
+    }
     Ok(list_response(def, rv, &page, cont))
 }
 
@@ -642,6 +692,7 @@ fn watch_response(
     server: &Server,
     target: &Target<'_>,
     params: &Params,
+    headers: &HeaderMap,
     info: &RequestInfo<'_>,
 ) -> Response<Body> {
     let def = &target.def;
@@ -674,16 +725,34 @@ fn watch_response(
         .get("timeoutSeconds")
         .and_then(|t| t.parse::<u64>().ok())
         .map_or(Duration::from_secs(1800), Duration::from_secs);
-    let encode: Option<FrameFn> = def.conversion.as_ref().map(|_| {
+    let table = match table_request(headers, params) {
+        Ok(t) => t,
+        Err(e) => return e.into_response(),
+    };
+    // Watchers of a view or of Tables get frames encoded for them; the
+    // others share the stored frames.
+    let encode: Option<FrameFn> = if table.is_some() || def.conversion.is_some() {
         let def = def.clone();
-        Arc::new(move |kind: EventType, s: &Stored| {
-            let value = def.to_view(s.value());
+        let api = server.api.clone();
+        Some(Arc::new(move |kind: EventType, s: &Stored| {
+            let stored = s.value();
+            let served = def.to_view(stored.clone());
+            let value = match &table {
+                Some(t) => {
+                    let row = t.row(&def, &stored, served, api.now());
+                    let meta = json!({"resourceVersion": s.rv.to_string()});
+                    t.table(&def, meta, vec![row])
+                }
+                None => served,
+            };
             build_frame(kind, 0, |buf| {
                 let _ = serde_json::to_writer(&mut *buf, &value);
             })
             .0
-        }) as FrameFn
-    });
+        }) as FrameFn)
+    } else {
+        None
+    };
     let spec = WatchSpec {
         resource: def.storage,
         kind: def.kind,
