@@ -268,9 +268,8 @@ async fn kubectl_get_prints_the_usual_columns() {
         }
     });
     // The initial list shows web-1; a pod created afterwards comes through the watch.
-    let first = tokio::task::spawn_blocking({
-        let rx_line = move || rx.recv_timeout(Duration::from_secs(60)).map(|l| (l, rx));
-        rx_line
+    let first = tokio::task::spawn_blocking(move || {
+        rx.recv_timeout(Duration::from_secs(60)).map(|l| (l, rx))
     })
     .await
     .unwrap()
