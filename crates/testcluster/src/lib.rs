@@ -95,6 +95,7 @@ mod gc;
 mod json;
 mod kinds;
 pub mod kubelet;
+mod managed;
 mod ops;
 mod patch;
 mod printers;

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::kinds::{self, NAMESPACES, PODS};
+use crate::managed::{self, Scope};
 use crate::patch::{self, PatchKind};
 use crate::resources::{Propagation, RegisterError, Registry, ResourceDef, ResourceId};
 use crate::semantics::{self, Part};
@@ -20,6 +21,35 @@ use crate::templates::{Probe, Template, Templates};
 pub(crate) struct WriteCtx<'a> {
     pub(crate) manager: &'a str,
     pub(crate) dry_run: bool,
+    /// The configuration of a server-side apply (whose manager then owns
+    /// exactly its fields); `None` for every other write.
+    pub(crate) apply: Option<&'a Value>,
+}
+
+impl<'a> WriteCtx<'a> {
+    /// A write by `manager` that is not an apply.
+    pub(crate) fn new(manager: &'a str, dry_run: bool) -> Self {
+        WriteCtx {
+            manager,
+            dry_run,
+            apply: None,
+        }
+    }
+
+    fn operation(&self) -> managed::Operation<'a> {
+        match self.apply {
+            Some(config) => managed::Operation::Apply(config),
+            None => managed::Operation::Update,
+        }
+    }
+}
+
+/// The managedFields scope of a write to `part`.
+fn scope_of(part: Part) -> Scope {
+    match part {
+        Part::Status => Scope::Status,
+        Part::Main | Part::Scale => Scope::Main,
+    }
 }
 
 /// `DeleteOptions` gathered from the query string and the body.
@@ -346,6 +376,20 @@ impl Api {
             }
             semantics::prepare_create(def, &mut obj, namespace, semantics::random_uid());
             semantics::validate(def, &obj)?;
+            let created_at = obj
+                .at(&["metadata", "creationTimestamp"])
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            managed::record(
+                def,
+                None,
+                &mut obj,
+                ctx.manager,
+                ctx.operation(),
+                Scope::Main,
+                &created_at,
+            );
             let name = name_of(&obj).to_string();
             let key = Self::key(def, namespace, &name);
             if ctx.dry_run {
@@ -382,6 +426,7 @@ impl Api {
         def: &ResourceDef,
         key: &Key,
         ctx: WriteCtx<'_>,
+        scope: Scope,
         mut f: F,
     ) -> Result<Arc<Stored>, ApiError>
     where
@@ -405,7 +450,12 @@ impl Api {
                 }
                 _ => {}
             }
-            semantics::meta_mut(&mut new).insert("resourceVersion".into(), Value::String(cur_rv));
+            let meta = semantics::meta_mut(&mut new);
+            meta.insert("resourceVersion".into(), Value::String(cur_rv));
+            match cur_value.at(&["metadata", "managedFields"]) {
+                Some(m) => meta.insert("managedFields".into(), m.clone()),
+                None => meta.remove("managedFields"),
+            };
             let owners = match owners {
                 Some(o) => o,
                 None if cur.owners.is_empty() => FieldOwners::new(),
@@ -414,6 +464,16 @@ impl Api {
             if new == cur_value && owners == *cur.owners {
                 return Ok(cur);
             }
+            let now = semantics::now();
+            managed::record(
+                def,
+                Some(&cur_value),
+                &mut new,
+                ctx.manager,
+                ctx.operation(),
+                scope,
+                &now,
+            );
             if ctx.dry_run {
                 return Ok(uncommitted(new, cur.rv));
             }
@@ -465,7 +525,7 @@ impl Api {
             semantics::meta_mut(&mut body).insert("name".into(), Value::String(name.into()));
             return self.create(def, namespace, body, ctx);
         }
-        self.guaranteed_update(def, &key, ctx, |_, cur| {
+        self.guaranteed_update(def, &key, ctx, scope_of(part), |_, cur| {
             let mut new = match part {
                 Part::Scale => {
                     let mut obj = cur.clone();
@@ -503,6 +563,14 @@ impl Api {
             _ => serde_json::from_slice(body)
                 .map_err(|e| ApiError::bad_request(format!("invalid patch body: {e}")))?,
         };
+        let ctx = if kind == PatchKind::Apply {
+            WriteCtx {
+                apply: Some(&parsed),
+                ..ctx
+            }
+        } else {
+            ctx
+        };
         if kind == PatchKind::Apply {
             if ctx.manager.is_empty() {
                 return Err(ApiError::new(
@@ -522,12 +590,12 @@ impl Api {
                 }
                 // Record the ownership on the created object.
                 let key2 = key.clone();
-                return self.guaranteed_update(def, &key2, ctx, |_, cur| {
+                return self.guaranteed_update(def, &key2, ctx, Scope::Main, |_, cur| {
                     Ok((cur.clone(), Some(owners.clone())))
                 });
             }
         }
-        self.guaranteed_update(def, &key, ctx, |stored, cur| {
+        self.guaranteed_update(def, &key, ctx, scope_of(part), |stored, cur| {
             let mut doc = match part {
                 Part::Scale => semantics::scale_of(def, cur),
                 _ => view.to_view(cur.clone()),
@@ -588,7 +656,7 @@ impl Api {
             .to_string();
         let pods = self.def(PODS)?;
         let key = Self::key(&pods, namespace, name);
-        self.guaranteed_update(&pods, &key, ctx, |_, cur| {
+        self.guaranteed_update(&pods, &key, ctx, Scope::Main, |_, cur| {
             let assigned = cur.at(&["spec", "nodeName"]).and_then(Value::as_str).unwrap_or("");
             if !assigned.is_empty() {
                 return Err(ApiError::conflict(
@@ -788,12 +856,9 @@ impl Api {
     where
         F: FnMut(&mut Value),
     {
-        let ctx = WriteCtx {
-            manager: "ctrlkit-testcluster",
-            dry_run: false,
-        };
+        let ctx = WriteCtx::new("ctrlkit-testcluster", false);
         let def = self.def(resource)?;
-        self.guaranteed_update(&def, key, ctx, |_, cur| {
+        self.guaranteed_update(&def, key, ctx, Scope::Main, |_, cur| {
             let mut v = cur.clone();
             f(&mut v);
             Ok((v, None))
@@ -802,10 +867,7 @@ impl Api {
 
     /// Create the namespaces every cluster has.
     pub(crate) fn bootstrap(&self) -> Result<(), ApiError> {
-        let ctx = WriteCtx {
-            manager: "ctrlkit-testcluster",
-            dry_run: false,
-        };
+        let ctx = WriteCtx::new("ctrlkit-testcluster", false);
         let namespaces = self.def(NAMESPACES)?;
         for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
             self.create(

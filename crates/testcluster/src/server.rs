@@ -384,10 +384,7 @@ fn dispatch(
     let ns = target.namespace.unwrap_or("");
     let name = target.name.unwrap_or("");
     let dry_run = params.get("dryRun").is_some_and(|d| d == "All");
-    let ctx = WriteCtx {
-        manager: manager(params, headers),
-        dry_run,
-    };
+    let ctx = WriteCtx::new(manager(params, headers), dry_run);
     if def.namespaced && target.namespace.is_none() && !matches!(verb, "list" | "watch") {
         return Err(ApiError::not_found("namespaces", ""));
     }
@@ -455,10 +452,7 @@ fn dispatch(
             } else {
                 ctx.manager
             };
-            let ctx = WriteCtx {
-                manager: mgr,
-                dry_run,
-            };
+            let ctx = WriteCtx::new(mgr, dry_run);
             let stored = api.patch(def, ns, name, part, kind, body, force, ctx)?;
             Ok(part_response(def, part, &stored))
         }
