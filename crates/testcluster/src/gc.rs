@@ -57,6 +57,7 @@ fn full_scan(api: &Api) {
 }
 
 fn handle(api: &Api, event: &Event) {
+    api.quotas.refresh(api, &event.key.0);
     let obj = &event.object;
     if event.kind != EventType::Deleted {
         examine(api, event.resource, obj);

@@ -99,6 +99,7 @@ mod managed;
 mod ops;
 mod patch;
 mod printers;
+mod quota;
 mod resources;
 mod selectors;
 mod semantics;

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use crate::kinds::{self, NAMESPACES, PODS};
 use crate::managed::{self, Scope};
 use crate::patch::{self, PatchKind};
+use crate::quota::Quotas;
 use crate::resources::{Propagation, RegisterError, Registry, ResourceDef, ResourceId};
 use crate::semantics::{self, Part};
 use crate::status::ApiError;
@@ -78,6 +79,8 @@ pub(crate) struct Api {
     pub(crate) registry: Registry,
     /// The templates of recent create bodies.
     templates: Templates,
+    /// ResourceQuota admission and status.
+    pub(crate) quotas: Quotas,
     /// Flipped to `true` when the cluster stops; open watches end.
     closed: tokio::sync::watch::Sender<bool>,
 }
@@ -171,6 +174,7 @@ impl Api {
             store: Store::new(history),
             registry,
             templates: Templates::new(),
+            quotas: Quotas::default(),
             closed: tokio::sync::watch::channel(false).0,
         })
     }
@@ -316,6 +320,10 @@ impl Api {
                 return None;
             }
             let key = Self::key(def, namespace, &name);
+            let _admitted = match self.quotas.admit(self, def, namespace, &name) {
+                Ok(guard) => guard,
+                Err(e) => return Some(Err(e)),
+            };
             let uid = semantics::random_uid();
             let write = template.write(&name, &uid, &semantics::now());
             match self.store.commit(def.storage, &key, None, write) {
@@ -392,6 +400,10 @@ impl Api {
             );
             let name = name_of(&obj).to_string();
             let key = Self::key(def, namespace, &name);
+            let _admitted = self.quotas.admit(self, def, namespace, &name)?;
+            if def.group.is_empty() && def.plural == "resourcequotas" {
+                self.quotas.enable();
+            }
             if ctx.dry_run {
                 if self.store.get(def.storage, &key).is_some() {
                     return Err(ApiError::already_exists(&def.label(), &name));
