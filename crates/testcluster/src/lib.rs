@@ -83,6 +83,7 @@
 //! ```
 
 mod authz;
+mod clock;
 mod cluster;
 mod config;
 mod decode;
@@ -112,6 +113,7 @@ mod table;
 mod templates;
 mod watch;
 
+pub use clock::{Clock, SystemClock, TokioClock};
 pub use cluster::TestCluster;
 pub use config::TestClusterConfig;
 pub use error::Error;

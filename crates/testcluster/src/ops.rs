@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use crate::clock::{self, Clock};
 use crate::kinds::{self, NAMESPACES, PODS};
 use crate::managed::{self, Scope};
 use crate::patch::{self, PatchKind};
@@ -81,6 +82,8 @@ pub(crate) struct Api {
     templates: Templates,
     /// ResourceQuota admission and status.
     pub(crate) quotas: Quotas,
+    /// Where every timestamp comes from.
+    clock: Arc<dyn Clock>,
     /// Flipped to `true` when the cluster stops; open watches end.
     closed: tokio::sync::watch::Sender<bool>,
 }
@@ -167,7 +170,7 @@ pub(crate) fn without_finalizer(obj: &mut Value, finalizer: &str) {
 
 impl Api {
     /// An empty API serving the built-in kinds.
-    pub(crate) fn new(history: usize) -> Result<Self, RegisterError> {
+    pub(crate) fn new(history: usize, clock: Arc<dyn Clock>) -> Result<Self, RegisterError> {
         let registry = Registry::new();
         kinds::register_builtins(&registry)?;
         Ok(Api {
@@ -175,6 +178,7 @@ impl Api {
             registry,
             templates: Templates::new(),
             quotas: Quotas::default(),
+            clock,
             closed: tokio::sync::watch::channel(false).0,
         })
     }
@@ -202,7 +206,12 @@ impl Api {
 
     /// The cluster's current time.
     pub(crate) fn now(&self) -> jiff::Timestamp {
-        jiff::Timestamp::now()
+        self.clock.now()
+    }
+
+    /// The cluster's current time as a Kubernetes timestamp.
+    pub(crate) fn now_text(&self) -> String {
+        clock::format(self.clock.now())
     }
 
     /// End every open watch.
@@ -325,7 +334,7 @@ impl Api {
                 Err(e) => return Some(Err(e)),
             };
             let uid = semantics::random_uid();
-            let write = template.write(&name, &uid, &semantics::now());
+            let write = template.write(&name, &uid, &self.now_text());
             match self.store.commit(def.storage, &key, None, write) {
                 Ok(stored) => return Some(Ok(stored)),
                 Err(_) if explicit.is_none() => continue,
@@ -382,7 +391,13 @@ impl Api {
                 semantics::meta_mut(&mut obj)
                     .insert("name".into(), Value::String(generated_name(base)));
             }
-            semantics::prepare_create(def, &mut obj, namespace, semantics::random_uid());
+            semantics::prepare_create(
+                def,
+                &mut obj,
+                namespace,
+                semantics::random_uid(),
+                &self.now_text(),
+            );
             semantics::validate(def, &obj)?;
             let created_at = obj
                 .at(&["metadata", "creationTimestamp"])
@@ -476,7 +491,7 @@ impl Api {
             if new == cur_value && owners == *cur.owners {
                 return Ok(cur);
             }
-            let now = semantics::now();
+            let now = self.now_text();
             managed::record(
                 def,
                 Some(&cur_value),
@@ -668,6 +683,7 @@ impl Api {
             .to_string();
         let pods = self.def(PODS)?;
         let key = Self::key(&pods, namespace, name);
+        let now = self.now_text();
         self.guaranteed_update(&pods, &key, ctx, Scope::Main, |_, cur| {
             let assigned = cur.at(&["spec", "nodeName"]).and_then(Value::as_str).unwrap_or("");
             if !assigned.is_empty() {
@@ -690,7 +706,7 @@ impl Api {
                 .map(|s| s.entry("conditions").or_insert_with(|| json!([])));
             if let Some(Value::Array(list)) = conditions {
                 list.retain(|c| c.get("type").and_then(Value::as_str) != Some("PodScheduled"));
-                list.push(json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": semantics::now()}));
+                list.push(json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": now}));
             }
             Ok((new, None))
         })
@@ -818,7 +834,11 @@ impl Api {
             let meta = semantics::meta_mut(&mut obj);
             meta.insert(
                 "deletionTimestamp".into(),
-                Value::String(semantics::now_plus(grace)),
+                Value::String(clock::format(
+                    self.now()
+                        .checked_add(jiff::SignedDuration::from_secs(grace))
+                        .unwrap_or_else(|_| self.now()),
+                )),
             );
             meta.insert("deletionGracePeriodSeconds".into(), json!(grace));
             let gone = resource != NAMESPACES && ready_to_remove(&obj);

@@ -7,33 +7,6 @@ use crate::kinds::{NAMESPACES, PODS};
 use crate::resources::{ResourceDef, ScalePaths};
 use crate::status::ApiError;
 
-/// The current time as an RFC 3339 timestamp with second precision.
-pub(crate) fn now() -> String {
-    thread_local! {
-        // Every create stamps the time; formatting once per second (per
-        // thread) is enough at second precision.
-        static LAST: std::cell::RefCell<(i64, String)> =
-            const { std::cell::RefCell::new((i64::MIN, String::new())) };
-    }
-    let ts = jiff::Timestamp::now();
-    let second = ts.as_second();
-    LAST.with_borrow_mut(|(at, text)| {
-        if *at != second {
-            *at = second;
-            *text = ts.strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
-        }
-        text.clone()
-    })
-}
-
-/// `now` plus `seconds`.
-pub(crate) fn now_plus(seconds: i64) -> String {
-    let ts = jiff::Timestamp::now()
-        .checked_add(jiff::SignedDuration::from_secs(seconds))
-        .unwrap_or_else(|_| jiff::Timestamp::now());
-    ts.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
-}
-
 /// A random (version 4) UUID, from the thread-local generator rather than
 /// a system call per object.
 pub(crate) fn random_uid() -> String {
@@ -210,7 +183,13 @@ pub(crate) fn check_body(def: &ResourceDef, obj: &mut Value) -> Result<(), ApiEr
 }
 
 /// Defaulting on create, plus the fields the server owns.
-pub(crate) fn prepare_create(def: &ResourceDef, obj: &mut Value, namespace: &str, uid: String) {
+pub(crate) fn prepare_create(
+    def: &ResourceDef,
+    obj: &mut Value,
+    namespace: &str,
+    uid: String,
+    now: &str,
+) {
     let name = obj
         .at(&["metadata", "name"])
         .and_then(Value::as_str)
@@ -222,7 +201,7 @@ pub(crate) fn prepare_create(def: &ResourceDef, obj: &mut Value, namespace: &str
     meta.remove("deletionGracePeriodSeconds");
     meta.remove("managedFields");
     meta.insert("uid".into(), Value::String(uid));
-    meta.insert("creationTimestamp".into(), Value::String(now()));
+    meta.insert("creationTimestamp".into(), Value::String(now.to_string()));
     if def.namespaced {
         meta.insert("namespace".into(), Value::String(namespace.into()));
     } else {
