@@ -65,8 +65,12 @@ impl TestCluster {
         let addr = listener.local_addr().map_err(Error::Bind)?;
         let base_url = format!("http://{addr}");
         let api = Arc::new(
-            Api::new(config.watch_history, config.clock.clone())
-                .map_err(|e| Error::Bootstrap(e.to_string()))?,
+            Api::new(
+                config.watch_history,
+                config.clock.clone(),
+                config.managed_fields,
+            )
+            .map_err(|e| Error::Bootstrap(e.to_string()))?,
         );
         api.bootstrap().map_err(|e| Error::Bootstrap(e.message))?;
         let faults = Arc::new(FaultInjector::new(config.faults.clone(), config.seed));

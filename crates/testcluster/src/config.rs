@@ -12,7 +12,8 @@ use crate::kubelet::KubeletConfig;
 ///
 /// `Default` gives: any free port on 127.0.0.1, 10,000 events of watch
 /// history, seed 0, no kubelet simulation, no faults, a bookmark every
-/// second on watches that allow bookmarks, the system clock.
+/// second on watches that allow bookmarks, the system clock, managedFields
+/// kept.
 #[derive(Clone, Debug)]
 pub struct TestClusterConfig {
     /// TCP port on 127.0.0.1; `None` picks any free port.
@@ -35,6 +36,11 @@ pub struct TestClusterConfig {
     /// default. A [`TokioClock`](crate::TokioClock) follows tokio's
     /// (possibly paused) time.
     pub clock: Arc<dyn Clock>,
+    /// Whether objects carry `metadata.managedFields`, as on
+    /// kube-apiserver (the default). They make every object several
+    /// hundred bytes larger, which costs clients decoding time and cache
+    /// memory as on a real cluster; `false` leaves them out.
+    pub managed_fields: bool,
 }
 
 impl Default for TestClusterConfig {
@@ -47,6 +53,7 @@ impl Default for TestClusterConfig {
             faults: FaultConfig::default(),
             bookmark_interval: Duration::from_secs(1),
             clock: Arc::new(SystemClock),
+            managed_fields: true,
         }
     }
 }
@@ -85,6 +92,12 @@ impl TestClusterConfig {
     /// Read every timestamp the cluster writes from `clock`.
     pub fn with_clock(mut self, clock: impl Clock + 'static) -> Self {
         self.clock = Arc::new(clock);
+        self
+    }
+
+    /// Keep (`true`, the default) or leave out `metadata.managedFields`.
+    pub fn with_managed_fields(mut self, on: bool) -> Self {
+        self.managed_fields = on;
         self
     }
 

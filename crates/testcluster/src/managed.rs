@@ -344,6 +344,8 @@ pub(crate) fn record(
     let mut entries = old.map(entries_of).unwrap_or_default();
     let new_set = fields(def, new, scope);
     let owned = match operation {
+        // A create's manager owns everything it set.
+        Operation::Update if old.is_none() => new_set.clone(),
         Operation::Update => changed(&new_set, "", old, Some(new)),
         Operation::Apply(config) => {
             // An applied configuration owns its leaves and list elements,

@@ -84,6 +84,8 @@ pub(crate) struct Api {
     pub(crate) quotas: Quotas,
     /// Where every timestamp comes from.
     clock: Arc<dyn Clock>,
+    /// Whether `managedFields` are kept.
+    managed_fields: bool,
     /// Flipped to `true` when the cluster stops; open watches end.
     closed: tokio::sync::watch::Sender<bool>,
 }
@@ -170,7 +172,11 @@ pub(crate) fn without_finalizer(obj: &mut Value, finalizer: &str) {
 
 impl Api {
     /// An empty API serving the built-in kinds.
-    pub(crate) fn new(history: usize, clock: Arc<dyn Clock>) -> Result<Self, RegisterError> {
+    pub(crate) fn new(
+        history: usize,
+        clock: Arc<dyn Clock>,
+        managed_fields: bool,
+    ) -> Result<Self, RegisterError> {
         let registry = Registry::new();
         kinds::register_builtins(&registry)?;
         Ok(Api {
@@ -179,6 +185,7 @@ impl Api {
             templates: Templates::new(),
             quotas: Quotas::default(),
             clock,
+            managed_fields,
             closed: tokio::sync::watch::channel(false).0,
         })
     }
@@ -399,20 +406,22 @@ impl Api {
                 &self.now_text(),
             );
             semantics::validate(def, &obj)?;
-            let created_at = obj
-                .at(&["metadata", "creationTimestamp"])
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string();
-            managed::record(
-                def,
-                None,
-                &mut obj,
-                ctx.manager,
-                ctx.operation(),
-                Scope::Main,
-                &created_at,
-            );
+            if self.managed_fields {
+                let created_at = obj
+                    .at(&["metadata", "creationTimestamp"])
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                managed::record(
+                    def,
+                    None,
+                    &mut obj,
+                    ctx.manager,
+                    ctx.operation(),
+                    Scope::Main,
+                    &created_at,
+                );
+            }
             let name = name_of(&obj).to_string();
             let key = Self::key(def, namespace, &name);
             let _admitted = self.quotas.admit(self, def, namespace, &name)?;
@@ -491,16 +500,18 @@ impl Api {
             if new == cur_value && owners == *cur.owners {
                 return Ok(cur);
             }
-            let now = self.now_text();
-            managed::record(
-                def,
-                Some(&cur_value),
-                &mut new,
-                ctx.manager,
-                ctx.operation(),
-                scope,
-                &now,
-            );
+            if self.managed_fields {
+                let now = self.now_text();
+                managed::record(
+                    def,
+                    Some(&cur_value),
+                    &mut new,
+                    ctx.manager,
+                    ctx.operation(),
+                    scope,
+                    &now,
+                );
+            }
             if ctx.dry_run {
                 return Ok(uncommitted(new, cur.rv));
             }

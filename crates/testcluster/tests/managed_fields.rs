@@ -180,3 +180,26 @@ async fn the_manager_defaults_to_the_user_agent_prefix() {
     assert!(plain["metadata"].get("managedFields").is_none());
     cluster.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn managed_fields_can_be_left_out() {
+    let cluster = ctrlkit_testcluster::TestCluster::start(
+        ctrlkit_testcluster::TestClusterConfig::default().with_managed_fields(false),
+    )
+    .await
+    .unwrap();
+    let client = cluster.client();
+    let rss = Api::<ReplicaSet>::namespaced(client.clone(), "default");
+    let rs = rss
+        .create(&PostParams::default(), &common::replicaset("web", 1))
+        .await
+        .unwrap();
+    assert!(entries(&rs).is_empty());
+    let rs = rss
+        .patch("web", &PatchParams::apply("a"), &Patch::Apply(json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web", "labels": {"x": "y"}}})))
+        .await
+        .unwrap();
+    assert!(entries(&rs).is_empty());
+    assert_eq!(rs.labels()["x"], "y");
+    cluster.shutdown().await;
+}
