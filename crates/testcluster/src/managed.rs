@@ -343,16 +343,16 @@ pub(crate) fn record(
 ) {
     let mut entries = old.map(entries_of).unwrap_or_default();
     let new_set = fields(def, new, scope);
-    let owned = match operation {
+    let (owned, new_set) = match operation {
         // A create's manager owns everything it set.
-        Operation::Update if old.is_none() => new_set.clone(),
-        Operation::Update => changed(&new_set, "", old, Some(new)),
+        Operation::Update if old.is_none() => (new_set, Node::default()),
+        Operation::Update => (changed(&new_set, "", old, Some(new)), new_set),
         Operation::Apply(config) => {
             // An applied configuration owns its leaves and list elements,
             // not the maps around them.
             let mut set = fields(def, config, scope);
             drop_map_dots(&mut set, false);
-            set
+            (set, new_set)
         }
     };
     let gone = match old {

@@ -640,6 +640,9 @@ rules:
     verbs: ["get", "list"]
 "#;
 
+// Typed `kubectl create configmap|namespace|deployment ...` sends protobuf
+// bodies, which this crate does not decode yet (a protobuf `BodyDecoder` is
+// being written apart); until it lands, kubectl is driven with YAML here.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_applies_gets_and_discovers_the_kinds() {
     let cluster = common::start().await;
