@@ -306,3 +306,95 @@ impl Drop for TestCluster {
         self.stop();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::ResourceDef;
+    use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
+
+    /// A type registered while the cluster runs is served at once by the
+    /// generic machinery: CRUD, lists, discovery, Table output, quota.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_type_registered_at_runtime_is_served() {
+        let cluster = TestCluster::start(TestClusterConfig::default())
+            .await
+            .unwrap();
+        let gvk = GroupVersionKind::gvk("example.com", "v1", "Widget");
+        let ar = ApiResource::from_gvk_with_plural(&gvk, "widgets");
+        let widgets = kube::Api::<DynamicObject>::namespaced_with(cluster.client(), "default", &ar);
+        assert!(
+            widgets.list(&ListParams::default()).await.is_err(),
+            "not served yet"
+        );
+
+        let def = ResourceDef::new("example.com", "v1", "widgets", "widget", "Widget", true)
+            .short_names(&["wd"])
+            .categories(&["all"])
+            .with_status()
+            .with_generation();
+        cluster.api.registry.register(def, None).unwrap();
+
+        let obj: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": "w1"}, "spec": {"size": 3}
+        }))
+        .unwrap();
+        let created = widgets.create(&PostParams::default(), &obj).await.unwrap();
+        assert_eq!(created.metadata.generation, Some(1));
+        assert_eq!(
+            widgets
+                .list(&ListParams::default())
+                .await
+                .unwrap()
+                .items
+                .len(),
+            1
+        );
+        let discovery = kube::discovery::Discovery::new(cluster.client())
+            .run()
+            .await
+            .unwrap();
+        assert!(discovery.resolve_gvk(&gvk).is_some());
+        let doc: serde_json::Value = cluster
+            .client()
+            .request(
+                http::Request::get("/apis/example.com/v1")
+                    .body(Vec::new())
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(doc["resources"][0]["shortNames"], json!(["wd"]));
+        assert_eq!(doc["resources"][1]["name"], "widgets/status");
+        // Quota counts it as count/widgets.example.com.
+        cluster
+            .apply_yaml("apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: q\nspec:\n  hard:\n    count/widgets.example.com: \"1\"\n")
+            .unwrap();
+        let mut second = obj.clone();
+        second.metadata.name = Some("w2".into());
+        let err = widgets
+            .create(&PostParams::default(), &second)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, kube::Error::Api(ref s) if s.code == 403),
+            "{err}"
+        );
+
+        // Unregistered, it is a 404 path again; the id is not reused.
+        cluster.api.registry.unregister(created_id(&cluster));
+        assert!(widgets.list(&ListParams::default()).await.is_err());
+        cluster.shutdown().await;
+    }
+
+    fn created_id(cluster: &TestCluster) -> crate::resources::ResourceId {
+        cluster
+            .api
+            .registry
+            .snapshot()
+            .lookup("example.com", "v1", "widgets")
+            .map(|d| d.id)
+            .unwrap()
+    }
+}
