@@ -46,6 +46,19 @@ fn default(map: &mut Map<String, Value>, key: &str, value: Value) {
     map.entry(key).or_insert(value);
 }
 
+/// Whether kube-apiserver defaults a container of `image` to
+/// `imagePullPolicy: Always`: no tag or the `latest` tag (a digest pins it).
+fn pulls_always(image: &str) -> bool {
+    if image.contains('@') {
+        return false;
+    }
+    let last = image.rsplit('/').next().unwrap_or(image);
+    match last.split_once(':') {
+        Some((_, tag)) => tag == "latest",
+        None => true,
+    }
+}
+
 /// Defaults kube-apiserver gives every pod spec (pods and templates).
 fn default_pod_spec(spec: &mut Map<String, Value>) {
     default(spec, "restartPolicy", json!("Always"));
@@ -58,11 +71,10 @@ fn default_pod_spec(spec: &mut Map<String, Value>) {
             for c in cs.iter_mut().filter_map(Value::as_object_mut) {
                 default(c, "terminationMessagePath", json!("/dev/termination-log"));
                 default(c, "terminationMessagePolicy", json!("File"));
-                let latest = c
-                    .get("image")
-                    .and_then(Value::as_str)
-                    .is_some_and(|i| !i.rsplit('/').next().unwrap_or(i).contains(':'));
-                let policy = if latest { "Always" } else { "IfNotPresent" };
+                let policy = match c.get("image").and_then(Value::as_str) {
+                    Some(image) if pulls_always(image) => "Always",
+                    _ => "IfNotPresent",
+                };
                 default(c, "imagePullPolicy", json!(policy));
                 default(c, "resources", json!({}));
             }
@@ -702,4 +714,23 @@ pub(crate) fn register_builtins(reg: &Registry) -> Result<(), RegisterError> {
     v1_events.columns = printers::columns_for("events.k8s.io", "events");
     reg.register(v1_events, Some(core_events))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn image_pull_policy_defaults_follow_the_tag() {
+        for (image, always) in [
+            ("nginx", true),
+            ("nginx:latest", true),
+            ("nginx:1.27", false),
+            ("registry:5000/team/app", true),
+            ("registry:5000/team/app:v2", false),
+            ("app@sha256:abc", false),
+        ] {
+            assert_eq!(pulls_always(image), always, "{image}");
+        }
+    }
 }
