@@ -419,6 +419,11 @@ impl External {
             .arg("--kubeconfig-out")
             .arg(&kubeconfig)
             .args(["--no-kubelet", "--watch-history", &(4 * PODS).to_string()])
+            .args(
+                std::env::var("CTRLKIT_TESTCLUSTER_MANAGED_FIELDS")
+                    .is_ok_and(|v| v == "off")
+                    .then_some("--no-managed-fields"),
+            )
             .env("RUST_LOG", "warn");
         External::spawn(command, dir)
     }
