@@ -249,6 +249,83 @@ async fn kubectl_get_prints_the_usual_columns() {
         "{ns}"
     );
 
+    cluster
+        .apply_yaml(
+            r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: app, image: "nginx:1.27"}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec: {selector: {app: web}, ports: [{port: 80}]}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: token}
+stringData: {a: b}
+data: {c: ZA==}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: node-9, labels: {node-role.kubernetes.io/control-plane: ""}}
+---
+apiVersion: coordination.k8s.io/v1
+kind: Lease
+metadata: {name: leader}
+spec: {holderIdentity: me}
+"#,
+        )
+        .unwrap();
+    for (args, header) in [
+        (
+            &["get", "deploy"][..],
+            &["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"][..],
+        ),
+        (
+            &["get", "svc"],
+            &[
+                "NAME",
+                "TYPE",
+                "CLUSTER-IP",
+                "EXTERNAL-IP",
+                "PORT(S)",
+                "AGE",
+            ],
+        ),
+        (&["get", "secrets"], &["NAME", "TYPE", "DATA", "AGE"]),
+        (
+            &["get", "nodes"],
+            &["NAME", "STATUS", "ROLES", "AGE", "VERSION"],
+        ),
+        (&["get", "leases"], &["NAME", "HOLDER", "AGE"]),
+    ] {
+        let out = k.run_async(args).await;
+        assert_eq!(header_of(&out), header, "{out}");
+    }
+    let svc = k.run_async(&["get", "svc", "web", "--no-headers"]).await;
+    let cells: Vec<&str> = svc.split_whitespace().collect();
+    assert_eq!(
+        (cells[1], cells[3], cells[4]),
+        ("ClusterIP", "<none>", "80/TCP"),
+        "{svc}"
+    );
+    let node = k
+        .run_async(&["get", "node", "node-9", "--no-headers"])
+        .await;
+    assert_eq!(
+        node.split_whitespace().take(3).collect::<Vec<_>>(),
+        ["node-9", "Unknown", "control-plane"],
+        "{node}"
+    );
+
     // kubectl get -w uses a Table watch: rows, not JSON.
     let mut child = k
         .command(&["get", "pods", "-w", "--no-headers"])
