@@ -235,6 +235,79 @@ fn drop_map_dots(node: &mut Node, element: bool) {
     }
 }
 
+/// [`value_fields`] written straight as `fieldsV1` JSON (no tree), for
+/// creates, whose manager owns everything: the hot path of a create that
+/// is not from a template.
+fn value_fields_json(field: &str, v: &Value) -> Value {
+    let mut out = Map::new();
+    match v {
+        Value::Object(m)
+            if field == "selector"
+                && (m.contains_key("matchLabels") || m.contains_key("matchExpressions")) => {}
+        Value::Object(m) if !m.is_empty() => {
+            if is_scalar_map(m) {
+                out.insert(".".into(), json!({}));
+            }
+            for (k, child) in m {
+                out.insert(format!("f:{k}"), value_fields_json(k, child));
+            }
+        }
+        Value::Array(items)
+            if !items.is_empty() && items.iter().all(|e| element_key(field, e).is_some()) =>
+        {
+            for e in items {
+                let Some(key) = element_key(field, e) else {
+                    continue;
+                };
+                let mut child = Map::new();
+                if let Value::Object(m) = e {
+                    child.insert(".".into(), json!({}));
+                    for (k, c) in m {
+                        child.insert(format!("f:{k}"), value_fields_json(k, c));
+                    }
+                }
+                out.insert(key, Value::Object(child));
+            }
+        }
+        _ => {}
+    }
+    Value::Object(out)
+}
+
+/// [`fields`] as `fieldsV1` JSON.
+fn fields_json(def: &ResourceDef, obj: &Value, scope: Scope) -> Map<String, Value> {
+    let mut out = Map::new();
+    let Some(top) = obj.as_object() else {
+        return out;
+    };
+    for (k, v) in top {
+        let skip = matches!(k.as_str(), "apiVersion" | "kind")
+            || match scope {
+                Scope::Main => k == "status" && def.status,
+                Scope::Status => k != "status",
+            };
+        if skip {
+            continue;
+        }
+        let mut set = value_fields_json(k, v);
+        if let Some(m) = set.as_object_mut() {
+            if matches!(k.as_str(), "metadata" | "spec" | "status") {
+                m.remove(".");
+            }
+            if k == "metadata" {
+                for f in SERVER_METADATA {
+                    m.remove(&format!("f:{f}"));
+                }
+                if m.is_empty() {
+                    continue;
+                }
+            }
+        }
+        out.insert(format!("f:{k}"), set);
+    }
+    out
+}
+
 /// The value under a field-set path element of `v`.
 fn child<'a>(v: Option<&'a Value>, field: &str, key: &str) -> Option<&'a Value> {
     let v = v?;
@@ -341,6 +414,24 @@ pub(crate) fn record(
     scope: Scope,
     time: &str,
 ) {
+    if old.is_none() && matches!(operation, Operation::Update) {
+        // A create: its manager is the only one and owns every field.
+        let set = fields_json(def, new, scope);
+        let meta = crate::semantics::meta_mut(new);
+        if set.is_empty() {
+            meta.remove("managedFields");
+            return;
+        }
+        let mut entry = json!({
+            "manager": manager, "operation": "Update", "apiVersion": def.api_version,
+            "time": time, "fieldsType": "FieldsV1", "fieldsV1": Value::Object(set),
+        });
+        if scope == Scope::Status {
+            entry["subresource"] = json!("status");
+        }
+        meta.insert("managedFields".into(), json!([entry]));
+        return;
+    }
     let mut entries = old.map(entries_of).unwrap_or_default();
     let new_set = fields(def, new, scope);
     let (owned, new_set) = match operation {
@@ -492,6 +583,32 @@ mod tests {
                 }
             })
         );
+    }
+
+    #[test]
+    fn the_direct_create_set_is_the_tree_set() {
+        let d = def();
+        let objects = [
+            json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                   "metadata": {"name": "web", "uid": "u", "labels": {"app": "web"}, "finalizers": ["x"],
+                                "ownerReferences": [{"uid": "o", "name": "n", "kind": "K", "apiVersion": "v1"}]},
+                   "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}}, "paused": false,
+                            "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [
+                                {"name": "app", "image": "nginx", "args": ["-x"], "env": [{"name": "A", "value": "1"}],
+                                 "ports": [{"containerPort": 80, "protocol": "UDP"}], "resources": {}}]}}},
+                   "status": {"replicas": 0, "conditions": [{"type": "Ready", "status": "True"}]}}),
+            json!({"metadata": {"name": "only"}}),
+            json!({"data": {"k": "v"}, "binaryData": {}, "metadata": {"name": "cm", "annotations": {}}}),
+        ];
+        for obj in objects {
+            for scope in [Scope::Main, Scope::Status] {
+                assert_eq!(
+                    Value::Object(fields_json(&d, &obj, scope)),
+                    fields(&d, &obj, scope).to_json(),
+                    "{obj} {scope:?}"
+                );
+            }
+        }
     }
 
     #[test]
