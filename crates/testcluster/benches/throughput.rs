@@ -419,6 +419,11 @@ impl External {
             .arg("--kubeconfig-out")
             .arg(&kubeconfig)
             .args(["--no-kubelet", "--watch-history", &(4 * PODS).to_string()])
+            .args(
+                std::env::var("CTRLKIT_TESTCLUSTER_MANAGED_FIELDS")
+                    .is_ok_and(|v| v == "off")
+                    .then_some("--no-managed-fields"),
+            )
             .env("RUST_LOG", "warn");
         External::spawn(command, dir)
     }
@@ -585,7 +590,12 @@ async fn echo_floor() {
 }
 
 async fn in_process(sel: &Selection) {
-    let config = TestClusterConfig::default().with_watch_history(8 * PODS);
+    // CTRLKIT_TESTCLUSTER_MANAGED_FIELDS=off measures objects without
+    // managedFields (the shape before the cluster kept them).
+    let managed = std::env::var("CTRLKIT_TESTCLUSTER_MANAGED_FIELDS").map_or(true, |v| v != "off");
+    let config = TestClusterConfig::default()
+        .with_watch_history(8 * PODS)
+        .with_managed_fields(managed);
     let cluster = TestCluster::start(config).await.unwrap();
     let client = cluster.client();
     let url = cluster.base_url().to_string();

@@ -7,11 +7,15 @@ use http::{HeaderName, HeaderValue};
 use kube::config::Kubeconfig;
 use serde_json::json;
 
+use crate::authz::Authorization;
 use crate::config::TestClusterConfig;
+use crate::decode::Decoders;
 use crate::error::Error;
 use crate::faults::FaultInjector;
 use crate::kubelet::Kubelet;
-use crate::ops::Api;
+use crate::ops::{Api, WriteCtx};
+use crate::patch::PatchKind;
+use crate::semantics::Part;
 use crate::server::{self, INTERNAL_HEADER, Server};
 use crate::stats::{Counters, RequestStats};
 
@@ -60,7 +64,14 @@ impl TestCluster {
             .map_err(Error::Bind)?;
         let addr = listener.local_addr().map_err(Error::Bind)?;
         let base_url = format!("http://{addr}");
-        let api = Arc::new(Api::new(config.watch_history));
+        let api = Arc::new(
+            Api::new(
+                config.watch_history,
+                config.clock.clone(),
+                config.managed_fields,
+            )
+            .map_err(|e| Error::Bootstrap(e.to_string()))?,
+        );
         api.bootstrap().map_err(|e| Error::Bootstrap(e.message))?;
         let faults = Arc::new(FaultInjector::new(config.faults.clone(), config.seed));
         let stats = Arc::new(Counters::new());
@@ -70,6 +81,8 @@ impl TestCluster {
             faults: faults.clone(),
             address: addr.to_string(),
             bookmark_interval: config.bookmark_interval,
+            decoders: Decoders::default(),
+            authz: Authorization::default(),
         });
         let app = axum::Router::new()
             .fallback(server::handle)
@@ -85,7 +98,11 @@ impl TestCluster {
         tasks.push(tokio::spawn(crate::gc::run(api.clone())));
         let client = client_for(&base_url, false)?;
         let kubelet = match config.kubelet {
-            Some(k) => Some(Kubelet::spawn(client_for(&base_url, true)?, k)),
+            Some(k) => Some(Kubelet::spawn_with_clock(
+                client_for(&base_url, true)?,
+                k,
+                config.clock.clone(),
+            )),
             None => None,
         };
         Ok(TestCluster {
@@ -158,6 +175,115 @@ impl TestCluster {
         self.stats.reset();
     }
 
+    /// Apply every object of a multi-document YAML stream (`---`
+    /// separated; `kind: List` documents apply their items) as
+    /// `kubectl apply --server-side --force-conflicts` would, with the
+    /// field manager `testcluster-apply`, through the same machinery as API
+    /// requests (validation, defaulting, watches, quota). Objects without
+    /// a namespace go to `default`. Returns the applied objects as the API
+    /// serves them. Stops at the first document that fails; the ones
+    /// before it stay applied.
+    pub fn apply_yaml(&self, yaml: &str) -> Result<Vec<serde_json::Value>, Error> {
+        use serde::Deserialize;
+        let mut applied = Vec::new();
+        for (document, doc) in serde_yaml::Deserializer::from_str(yaml).enumerate() {
+            let value = serde_json::Value::deserialize(doc)
+                .map_err(|source| Error::Yaml { document, source })?;
+            if value.is_null() {
+                continue;
+            }
+            let is_list = value
+                .get("kind")
+                .and_then(serde_json::Value::as_str)
+                .is_some_and(|k| k.ends_with("List"))
+                && value.get("items").is_some_and(serde_json::Value::is_array);
+            let objects = match value {
+                serde_json::Value::Object(mut m) if is_list => match m.remove("items") {
+                    Some(serde_json::Value::Array(items)) => items,
+                    _ => Vec::new(),
+                },
+                other => vec![other],
+            };
+            for object in objects {
+                applied.push(self.apply_object(document, object)?);
+            }
+        }
+        Ok(applied)
+    }
+
+    /// [`apply_yaml`](Self::apply_yaml) of a file's contents.
+    pub fn apply_yaml_file(
+        &self,
+        path: impl AsRef<std::path::Path>,
+    ) -> Result<Vec<serde_json::Value>, Error> {
+        let path = path.as_ref();
+        let yaml = std::fs::read_to_string(path).map_err(|source| Error::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        self.apply_yaml(&yaml)
+    }
+
+    fn apply_object(
+        &self,
+        document: usize,
+        object: serde_json::Value,
+    ) -> Result<serde_json::Value, Error> {
+        let manifest = |reason: String| Error::Manifest { document, reason };
+        let field = |path: &[&str]| {
+            path.iter()
+                .try_fold(&object, |v, k| v.get(*k))
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        let (api_version, kind) = (field(&["apiVersion"]), field(&["kind"]));
+        if api_version.is_empty() || kind.is_empty() {
+            return Err(manifest("apiVersion and kind are required".into()));
+        }
+        let def = self
+            .api
+            .registry
+            .snapshot()
+            .by_kind(&api_version, &kind)
+            .cloned()
+            .ok_or_else(|| {
+                manifest(format!(
+                    "the cluster does not serve {kind} in {api_version}"
+                ))
+            })?;
+        let name = field(&["metadata", "name"]);
+        if name.is_empty() {
+            return Err(manifest(format!("{kind}: metadata.name is required")));
+        }
+        let namespace = match field(&["metadata", "namespace"]) {
+            ns if !def.namespaced => ns,
+            ns if ns.is_empty() => "default".to_string(),
+            ns => ns,
+        };
+        let body = serde_json::to_vec(&object).map_err(|e| manifest(e.to_string()))?;
+        let ctx = WriteCtx::new("testcluster-apply", false);
+        let stored = self
+            .api
+            .patch(
+                &def,
+                &namespace,
+                &name,
+                Part::Main,
+                PatchKind::Apply,
+                &body,
+                true,
+                ctx,
+            )
+            .map_err(|e| Error::Rejected {
+                document,
+                code: e.code,
+                reason: e.reason.to_string(),
+                message: e.message,
+            })?;
+        Ok(def.to_view(stored.value()))
+    }
+
     /// Stop the server and every background task.
     pub async fn shutdown(mut self) {
         self.stop();
@@ -178,5 +304,97 @@ impl TestCluster {
 impl Drop for TestCluster {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::ResourceDef;
+    use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
+
+    /// A type registered while the cluster runs is served at once by the
+    /// generic machinery: CRUD, lists, discovery, Table output, quota.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_type_registered_at_runtime_is_served() {
+        let cluster = TestCluster::start(TestClusterConfig::default())
+            .await
+            .unwrap();
+        let gvk = GroupVersionKind::gvk("example.com", "v1", "Widget");
+        let ar = ApiResource::from_gvk_with_plural(&gvk, "widgets");
+        let widgets = kube::Api::<DynamicObject>::namespaced_with(cluster.client(), "default", &ar);
+        assert!(
+            widgets.list(&ListParams::default()).await.is_err(),
+            "not served yet"
+        );
+
+        let def = ResourceDef::new("example.com", "v1", "widgets", "widget", "Widget", true)
+            .short_names(&["wd"])
+            .categories(&["all"])
+            .with_status()
+            .with_generation();
+        cluster.api.registry.register(def, None).unwrap();
+
+        let obj: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": "w1"}, "spec": {"size": 3}
+        }))
+        .unwrap();
+        let created = widgets.create(&PostParams::default(), &obj).await.unwrap();
+        assert_eq!(created.metadata.generation, Some(1));
+        assert_eq!(
+            widgets
+                .list(&ListParams::default())
+                .await
+                .unwrap()
+                .items
+                .len(),
+            1
+        );
+        let discovery = kube::discovery::Discovery::new(cluster.client())
+            .run()
+            .await
+            .unwrap();
+        assert!(discovery.resolve_gvk(&gvk).is_some());
+        let doc: serde_json::Value = cluster
+            .client()
+            .request(
+                http::Request::get("/apis/example.com/v1")
+                    .body(Vec::new())
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(doc["resources"][0]["shortNames"], json!(["wd"]));
+        assert_eq!(doc["resources"][1]["name"], "widgets/status");
+        // Quota counts it as count/widgets.example.com.
+        cluster
+            .apply_yaml("apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: q\nspec:\n  hard:\n    count/widgets.example.com: \"1\"\n")
+            .unwrap();
+        let mut second = obj.clone();
+        second.metadata.name = Some("w2".into());
+        let err = widgets
+            .create(&PostParams::default(), &second)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, kube::Error::Api(ref s) if s.code == 403),
+            "{err}"
+        );
+
+        // Unregistered, it is a 404 path again; the id is not reused.
+        cluster.api.registry.unregister(created_id(&cluster));
+        assert!(widgets.list(&ListParams::default()).await.is_err());
+        cluster.shutdown().await;
+    }
+
+    fn created_id(cluster: &TestCluster) -> crate::resources::ResourceId {
+        cluster
+            .api
+            .registry
+            .snapshot()
+            .lookup("example.com", "v1", "widgets")
+            .map(|d| d.id)
+            .unwrap()
     }
 }

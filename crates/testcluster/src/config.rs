@@ -1,6 +1,9 @@
 //! Configuration of a [`TestCluster`](crate::TestCluster).
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use crate::clock::{Clock, SystemClock};
 
 use crate::faults::FaultConfig;
 use crate::kubelet::KubeletConfig;
@@ -9,7 +12,8 @@ use crate::kubelet::KubeletConfig;
 ///
 /// `Default` gives: any free port on 127.0.0.1, 10,000 events of watch
 /// history, seed 0, no kubelet simulation, no faults, a bookmark every
-/// second on watches that allow bookmarks.
+/// second on watches that allow bookmarks, the system clock, managedFields
+/// kept.
 #[derive(Clone, Debug)]
 pub struct TestClusterConfig {
     /// TCP port on 127.0.0.1; `None` picks any free port.
@@ -28,6 +32,15 @@ pub struct TestClusterConfig {
     pub faults: FaultConfig,
     /// How often an idle watch that allows bookmarks gets a BOOKMARK event.
     pub bookmark_interval: Duration,
+    /// Where the cluster's timestamps come from; [`SystemClock`] by
+    /// default. A [`TokioClock`](crate::TokioClock) follows tokio's
+    /// (possibly paused) time.
+    pub clock: Arc<dyn Clock>,
+    /// Whether objects carry `metadata.managedFields`, as on
+    /// kube-apiserver (the default). They make every object several
+    /// hundred bytes larger, which costs clients decoding time and cache
+    /// memory as on a real cluster; `false` leaves them out.
+    pub managed_fields: bool,
 }
 
 impl Default for TestClusterConfig {
@@ -39,6 +52,8 @@ impl Default for TestClusterConfig {
             kubelet: None,
             faults: FaultConfig::default(),
             bookmark_interval: Duration::from_secs(1),
+            clock: Arc::new(SystemClock),
+            managed_fields: true,
         }
     }
 }
@@ -71,6 +86,18 @@ impl TestClusterConfig {
     /// Inject these faults.
     pub fn with_faults(mut self, faults: FaultConfig) -> Self {
         self.faults = faults;
+        self
+    }
+
+    /// Read every timestamp the cluster writes from `clock`.
+    pub fn with_clock(mut self, clock: impl Clock + 'static) -> Self {
+        self.clock = Arc::new(clock);
+        self
+    }
+
+    /// Keep (`true`, the default) or leave out `metadata.managedFields`.
+    pub fn with_managed_fields(mut self, on: bool) -> Self {
+        self.managed_fields = on;
         self
     }
 

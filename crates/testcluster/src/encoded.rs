@@ -44,7 +44,9 @@ fn write_json(buf: &mut Vec<u8>, v: &(impl serde::Serialize + ?Sized)) {
 impl Gapped {
     /// Serialize `object` with the metadata `fields` as gaps. A missing
     /// field is added first so that it has its place in the key order;
-    /// whatever value a field has is not written.
+    /// whatever value a field has is not written. When
+    /// `creationTimestamp` is a gap, so is the `time` of every
+    /// `managedFields` entry (a create's entries carry its creation time).
     pub(crate) fn new(object: &mut Value, fields: &[&str]) -> Gapped {
         let meta = semantics::meta_mut(object);
         for field in fields {
@@ -52,8 +54,9 @@ impl Gapped {
                 meta.insert((*field).into(), Value::String(String::new()));
             }
         }
+        let time_field = fields.iter().position(|f| *f == "creationTimestamp");
         let mut bytes = Vec::with_capacity(1024);
-        let mut gaps = Vec::with_capacity(fields.len());
+        let mut gaps = Vec::with_capacity(fields.len() + 1);
         bytes.push(b'{');
         if let Value::Object(top) = object {
             for (i, (key, value)) in top.iter().enumerate() {
@@ -78,12 +81,41 @@ impl Gapped {
                     }
                     write_json(&mut bytes, mkey);
                     bytes.push(b':');
-                    match fields.iter().position(|f| f == mkey) {
-                        Some(field) => {
+                    match (fields.iter().position(|f| f == mkey), time_field, mvalue) {
+                        (Some(field), _, _) => {
                             gaps.push((bytes.len(), field));
                             bytes.extend_from_slice(b"\"\"");
                         }
-                        None => write_json(&mut bytes, mvalue),
+                        // managedFields times are the creation time: gaps too.
+                        (None, Some(ts), Value::Array(entries)) if mkey == "managedFields" => {
+                            bytes.push(b'[');
+                            for (e, entry) in entries.iter().enumerate() {
+                                if e > 0 {
+                                    bytes.push(b',');
+                                }
+                                let Value::Object(entry) = entry else {
+                                    write_json(&mut bytes, entry);
+                                    continue;
+                                };
+                                bytes.push(b'{');
+                                for (k, (ekey, evalue)) in entry.iter().enumerate() {
+                                    if k > 0 {
+                                        bytes.push(b',');
+                                    }
+                                    write_json(&mut bytes, ekey);
+                                    bytes.push(b':');
+                                    if ekey == "time" {
+                                        gaps.push((bytes.len(), ts));
+                                        bytes.extend_from_slice(b"\"\"");
+                                    } else {
+                                        write_json(&mut bytes, evalue);
+                                    }
+                                }
+                                bytes.push(b'}');
+                            }
+                            bytes.push(b']');
+                        }
+                        (None, _, _) => write_json(&mut bytes, mvalue),
                     }
                 }
                 bytes.push(b'}');
@@ -162,7 +194,8 @@ mod tests {
     fn filled_gaps_read_as_serde_json_writes_the_object() {
         let mut obj = json!({
             "kind": "Pod",
-            "metadata": {"name": "old", "labels": {"name": "kept", "uid": "kept"}},
+            "metadata": {"name": "old", "labels": {"name": "kept", "uid": "kept"},
+                         "managedFields": [{"manager": "m", "time": "old", "fieldsV1": {"f:spec": {}}}]},
             "spec": {"nodeName": "n"}
         });
         let fields = ["creationTimestamp", "name", "resourceVersion", "uid"];
@@ -173,6 +206,7 @@ mod tests {
                 .frame(EventType::Added, 77);
             let mut expected = obj.clone();
             expected["metadata"]["creationTimestamp"] = json!("2026-01-02T03:04:05Z");
+            expected["metadata"]["managedFields"][0]["time"] = json!("2026-01-02T03:04:05Z");
             expected["metadata"]["name"] = json!(name);
             expected["metadata"]["resourceVersion"] = json!("77");
             expected["metadata"]["uid"] = json!(uid);

@@ -1,6 +1,7 @@
-//! Errors from starting a test cluster.
+//! Errors from starting a test cluster and from applying manifests to it.
 
-/// Why [`TestCluster::start`](crate::TestCluster::start) failed.
+/// Why [`TestCluster::start`](crate::TestCluster::start) or
+/// [`TestCluster::apply_yaml`](crate::TestCluster::apply_yaml) failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -13,4 +14,43 @@ pub enum Error {
     /// The built-in namespaces could not be created.
     #[error("bootstrapping the cluster state failed: {0}")]
     Bootstrap(String),
+    /// A manifest file could not be read.
+    #[error("reading {path} failed: {source}")]
+    Read {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A YAML document does not parse.
+    #[error("document {document}: invalid YAML: {source}")]
+    Yaml {
+        /// The document's index in the stream, from 0.
+        document: usize,
+        /// Why.
+        #[source]
+        source: serde_yaml::Error,
+    },
+    /// A document is not an object the cluster serves (no apiVersion,
+    /// kind or name, or a kind it does not serve).
+    #[error("document {document}: {reason}")]
+    Manifest {
+        /// The document's index in the stream, from 0.
+        document: usize,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The cluster refused a document, as the API would have answered.
+    #[error("document {document}: {code} {reason}: {message}")]
+    Rejected {
+        /// The document's index in the stream, from 0.
+        document: usize,
+        /// The HTTP status code, e.g. 422.
+        code: u16,
+        /// The `Status` reason, e.g. `Invalid`.
+        reason: String,
+        /// The `Status` message.
+        message: String,
+    },
 }

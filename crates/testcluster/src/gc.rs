@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::kinds::NAMESPACES;
 use crate::ops::{self, Api, DeleteOpts};
-use crate::resources::{NAMESPACES, RESOURCES};
+use crate::resources::ResourceId;
 use crate::store::{Event, EventType, Stored};
 
 /// Follow the store's change history forever, reacting to each change.
@@ -39,7 +40,15 @@ pub(crate) async fn run(api: Arc<Api>) {
 }
 
 fn full_scan(api: &Api) {
-    for resource in 0..RESOURCES.len() {
+    let ids: Vec<ResourceId> = api
+        .registry
+        .snapshot()
+        .all()
+        .iter()
+        .filter(|d| d.storage == d.id)
+        .map(|d| d.id)
+        .collect();
+    for resource in ids {
         let (items, _) = api.store.list(resource, None, None);
         for item in items {
             examine(api, resource, &item);
@@ -48,6 +57,7 @@ fn full_scan(api: &Api) {
 }
 
 fn handle(api: &Api, event: &Event) {
+    api.quotas.refresh(api, &event.key.0);
     let obj = &event.object;
     if event.kind != EventType::Deleted {
         examine(api, event.resource, obj);
@@ -69,8 +79,7 @@ fn handle(api: &Api, event: &Event) {
             examine(api, resource, &o);
         }
     }
-    if RESOURCES[event.resource].namespaced
-        && !meta.namespace.is_empty()
+    if !meta.namespace.is_empty()
         && let Some(n) = api
             .store
             .get(NAMESPACES, &(String::new(), meta.namespace.to_string()))
@@ -79,10 +88,21 @@ fn handle(api: &Api, event: &Event) {
     }
 }
 
+/// What the collector and the namespace teardown delete with, as
+/// kube-controller-manager does: background propagation whatever the
+/// type's default.
+fn background() -> DeleteOpts {
+    DeleteOpts {
+        propagation: Some("Background".into()),
+        ..DeleteOpts::default()
+    }
+}
+
 /// Bring one object in line with its owners and its own deletion state.
-fn examine(api: &Api, resource: usize, obj: &Stored) {
+fn examine(api: &Api, resource: ResourceId, obj: &Stored) {
     let meta = &obj.summary;
-    let key = Api::key(resource, &meta.namespace, &meta.name);
+    // Cluster-scoped objects have an empty namespace: this is their key.
+    let key = (meta.namespace.to_string(), meta.name.to_string());
     let terminating = meta.terminating;
     if resource == NAMESPACES {
         if terminating {
@@ -91,12 +111,13 @@ fn examine(api: &Api, resource: usize, obj: &Stored) {
         return;
     }
     if !meta.owners.is_empty() && !terminating {
-        let all_gone = meta
-            .owners
-            .iter()
-            .all(|r| r.known_kind && api.store.locate_uid(&r.uid).is_none());
-        if all_gone {
-            let _ = api.delete(resource, &key.0, &key.1, &DeleteOpts::default());
+        let snapshot = api.registry.snapshot();
+        let all_gone = meta.owners.iter().all(|r| {
+            snapshot.by_kind(&r.api_version, &r.kind).is_some()
+                && api.store.locate_uid(&r.uid).is_none()
+        });
+        if all_gone && let Ok(def) = api.def(resource) {
+            let _ = api.delete(&def, &key.0, &key.1, &background());
             return;
         }
     }
@@ -137,7 +158,9 @@ fn examine(api: &Api, resource: usize, obj: &Stored) {
                 propagation: Some("Foreground".into()),
                 ..DeleteOpts::default()
             };
-            let _ = api.delete(dep_resource, &dep_key.0, &dep_key.1, &opts);
+            if let Ok(def) = api.def(dep_resource) {
+                let _ = api.delete(&def, &dep_key.0, &dep_key.1, &opts);
+            }
         }
     }
 }
@@ -151,8 +174,9 @@ fn finish_namespace(api: &Api, name: &str) {
     for (resource, key) in contents {
         if let Some(obj) = api.store.get(resource, &key)
             && !obj.summary.terminating
+            && let Ok(def) = api.def(resource)
         {
-            let _ = api.delete(resource, &key.0, &key.1, &DeleteOpts::default());
+            let _ = api.delete(&def, &key.0, &key.1, &background());
         }
     }
 }

@@ -79,6 +79,7 @@
 //! # }
 //! ```
 
+use crate::clock::{Clock, SystemClock};
 use std::{
     collections::{BTreeMap, HashMap, HashSet, VecDeque},
     sync::{
@@ -289,10 +290,21 @@ impl Kubelet {
     /// Start the simulation on the current tokio runtime, talking to the
     /// API server through `client`. Must be called within a tokio runtime.
     pub fn spawn(client: kube::Client, config: KubeletConfig) -> Kubelet {
+        Kubelet::spawn_with_clock(client, config, Arc::new(SystemClock))
+    }
+
+    /// [`Kubelet::spawn`] with the times it writes (start times, condition
+    /// transitions) read from `clock`, as a [`TestCluster`](crate::TestCluster)
+    /// does with its configured clock.
+    pub fn spawn_with_clock(
+        client: kube::Client,
+        config: KubeletConfig,
+        clock: Arc<dyn Clock>,
+    ) -> Kubelet {
         let shared = Arc::new(Shared::default());
         *shared.reject_reason.lock() = config.reject_reason.clone();
         let (commands, command_rx) = mpsc::unbounded_channel();
-        let sim = Sim::new(client, config, Arc::clone(&shared));
+        let sim = Sim::new(client, config, Arc::clone(&shared), clock);
         let task = tokio::spawn(sim.run(command_rx));
         Kubelet {
             shared,
@@ -454,6 +466,7 @@ impl NodeSim {
 
 struct Sim {
     client: kube::Client,
+    clock: Arc<dyn Clock>,
     config: KubeletConfig,
     shared: Arc<Shared>,
     nodes: BTreeMap<String, NodeSim>,
@@ -466,14 +479,13 @@ struct Sim {
     next_ip: u32,
 }
 
-fn now() -> String {
-    jiff::Timestamp::now()
-        .strftime("%Y-%m-%dT%H:%M:%SZ")
-        .to_string()
-}
-
 impl Sim {
-    fn new(client: kube::Client, config: KubeletConfig, shared: Arc<Shared>) -> Sim {
+    fn new(
+        client: kube::Client,
+        config: KubeletConfig,
+        shared: Arc<Shared>,
+        clock: Arc<dyn Clock>,
+    ) -> Sim {
         let nodes = config
             .nodes
             .iter()
@@ -494,6 +506,7 @@ impl Sim {
         let (timers_tx, timers_rx) = mpsc::unbounded_channel();
         Sim {
             client,
+            clock,
             config,
             shared,
             nodes,
@@ -798,7 +811,7 @@ impl Sim {
             "reason": "Unschedulable",
             "message": message,
             "lastProbeTime": null,
-            "lastTransitionTime": now(),
+            "lastTransitionTime": crate::clock::format(self.clock.now()),
         }]}});
         let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
         if let Err(e) = api
@@ -851,7 +864,7 @@ impl Sim {
             node_index,
             ip_suffix % 250 + 2 // avoid .0/.1 and the broadcast-looking .255
         ));
-        let t = now();
+        let t = crate::clock::format(self.clock.now());
         p.start_time = Some(t.clone());
         p.scheduled_at = Some(t);
         self.shared.admitted.fetch_add(1, Ordering::Relaxed);
@@ -876,7 +889,7 @@ impl Sim {
             tracing::debug!(%namespace, %name, error = %e, "kubelet: writing rejection failed");
         }
         // The real kubelet also records a Warning event on the pod.
-        let t = now();
+        let t = crate::clock::format(self.clock.now());
         let event = json!({
             "apiVersion": "v1",
             "kind": "Event",
@@ -906,7 +919,7 @@ impl Sim {
             return;
         }
         p.stage = Stage::Running;
-        p.started_at = Some(now());
+        p.started_at = Some(crate::clock::format(self.clock.now()));
         let epoch = p.epoch;
         self.shared.started.fetch_add(1, Ordering::Relaxed);
         self.write_status(uid).await;
@@ -926,7 +939,7 @@ impl Sim {
             return;
         }
         p.ready = true;
-        p.ready_changed_at = Some(now());
+        p.ready_changed_at = Some(crate::clock::format(self.clock.now()));
         self.write_status(uid).await;
     }
 
@@ -1011,7 +1024,7 @@ impl Sim {
         let Some(p) = self.pods.get_mut(&uid) else {
             return Err(KubeletError::Stopped);
         };
-        let t = now();
+        let t = crate::clock::format(self.clock.now());
         p.last_termination = Some(json!({"terminated": {
             "exitCode": 1,
             "reason": "Error",
@@ -1045,7 +1058,7 @@ impl Sim {
         p.forced_not_ready = !ready;
         if p.ready != ready {
             p.ready = ready;
-            p.ready_changed_at = Some(now());
+            p.ready_changed_at = Some(crate::clock::format(self.clock.now()));
         }
         self.write_status_checked(&uid).await
     }

@@ -15,38 +15,52 @@
 //! ([`TestCluster::kubeconfig`], [`TestCluster::write_kubeconfig`]) for
 //! kubectl or other processes.
 //!
-//! Served resources: `namespaces` (`default`, `kube-system`, `kube-public`
-//! and `kube-node-lease` exist from the start), core/v1 `pods` (+`status`,
-//! +`binding`), `replicationcontrollers` (+`status`, +`scale`), `events`;
-//! apps/v1 `replicasets` (+`status`, +`scale`); events.k8s.io/v1 `events`;
-//! coordination.k8s.io/v1 `leases`; and legacy discovery (`/version`,
-//! `/api`, `/apis`, resource lists) plus a minimal `/openapi/v3`.
+//! Served resources (see the crate README for the full list):
+//! `namespaces` (`default`, `kube-system`, `kube-public` and
+//! `kube-node-lease` exist from the start), core/v1 pods, replication
+//! controllers, events, configmaps, secrets, services, service accounts,
+//! endpoints, PVCs, nodes, resource quotas and limit ranges; apps/v1
+//! deployments, statefulsets, daemonsets and replicasets; batch/v1 jobs
+//! and cronjobs; discovery.k8s.io/v1 endpoint slices; the
+//! rbac.authorization.k8s.io/v1 kinds; coordination.k8s.io/v1 leases;
+//! events.k8s.io/v1 events (the same objects as core/v1 events); legacy
+//! and aggregated discovery and a minimal `/openapi/v3`. Like Go's
+//! envtest it runs no controllers for them beyond the garbage collector,
+//! ResourceQuota status and the optional kubelet simulation.
+//! [`TestCluster::apply_yaml`] applies manifests in one call; the
+//! [`Clock`] behind every timestamp is injectable ([`TokioClock`] follows
+//! paused tokio time).
 //!
 //! Semantics follow kube-apiserver where clients can observe them:
 //!
 //! - one global, increasing `resourceVersion`; `uid`, `creationTimestamp`;
-//!   `metadata.generation` bumped on spec changes of pods, ReplicaSets and
-//!   ReplicationControllers; main-resource writes ignore `status`, status
-//!   writes ignore everything else;
+//!   `metadata.generation` bumped on spec changes of the kinds that track
+//!   it; for kinds with a `status` subresource main-resource writes ignore
+//!   `status` and status writes ignore everything else; `managedFields`
+//!   per manager, operation and subresource;
 //! - `generateName` (5-character suffix, base cut to 58 characters);
 //!   `Status` error bodies with kube-apiserver's codes and reasons: 404
-//!   NotFound, 409 AlreadyExists, 409 Conflict on a stale
-//!   `resourceVersion`, 422 Invalid, 410 Expired, 415 for unknown patch types;
-//! - defaulting (`spec.replicas` 1, an RC's selector from its template
-//!   labels, pod `status.phase` Pending) and basic validation (DNS-1123
-//!   names, selectors matching template labels, containers present);
+//!   NotFound (also for paths nothing serves), 405 for methods a path does
+//!   not take, 409 AlreadyExists, 409 Conflict on a stale
+//!   `resourceVersion`, 422 Invalid, 410 Expired, 415 for unknown patch
+//!   types, 403 for exceeded ResourceQuotas;
+//! - per-kind defaulting and validation (replicas, selectors, pod spec
+//!   defaults, service cluster IPs, job selectors, ...);
 //! - label selectors (`=`, `==`, `!=`, `in`, `notin`, exists, `!`), field
 //!   selectors on any dotted field path, `limit`/`continue` paging;
 //! - watches from a `resourceVersion`, bookmarks, `timeoutSeconds`,
 //!   `sendInitialEvents` (streaming lists), and a `410 Gone` `ERROR` event
 //!   when the version is older than the kept history
 //!   ([`TestClusterConfig::watch_history`]);
-//! - JSON merge, strategic merge (metadata lists, containers, conditions
-//!   and the `$patch`/`$deleteFromPrimitiveList` directives), JSON patch
-//!   (with `test`) and a simplified server-side apply;
+//! - server-side `Table` output with kubectl's columns for get, list and
+//!   watch;
+//! - JSON merge, strategic merge (merge keys, directives and
+//!   apimachinery's list order), JSON patch (with `test`) and a simplified
+//!   server-side apply;
 //! - deletion with preconditions, finalizers, graceful deletion of pods
-//!   bound to a node, and a garbage collector for owner references
-//!   (background, foreground and orphan propagation) and namespaces.
+//!   bound to a node, each resource's default propagation policy, and a
+//!   garbage collector for owner references (background, foreground and
+//!   orphan propagation) and namespaces.
 //!
 //! A kubelet simulation ([`kubelet`]) and seeded fault injection
 //! ([`faults`]) are optional; see their modules.
@@ -82,20 +96,28 @@
 //! # }
 //! ```
 
+mod authz;
+mod clock;
 mod cluster;
 mod config;
 pub mod crd;
+mod decode;
 mod discovery;
 mod encoded;
 mod error;
+mod events;
 pub mod faults;
 mod gc;
 mod json;
+mod kinds;
 pub mod kubelet;
+mod managed;
 mod ops;
 mod patch;
 pub mod protobuf;
 pub mod rbac;
+mod printers;
+mod quota;
 mod resources;
 mod selectors;
 mod semantics;
@@ -104,9 +126,11 @@ mod stats;
 mod status;
 mod store;
 mod summary;
+mod table;
 mod templates;
 mod watch;
 
+pub use clock::{Clock, SystemClock, TokioClock};
 pub use cluster::TestCluster;
 pub use config::TestClusterConfig;
 pub use error::Error;

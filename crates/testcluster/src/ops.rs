@@ -7,8 +7,12 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use crate::clock::{self, Clock};
+use crate::kinds::{self, NAMESPACES, PODS};
+use crate::managed::{self, Scope};
 use crate::patch::{self, PatchKind};
-use crate::resources::{NAMESPACES, PODS, RESOURCES};
+use crate::quota::Quotas;
+use crate::resources::{Propagation, RegisterError, Registry, ResourceDef, ResourceId};
 use crate::semantics::{self, Part};
 use crate::status::ApiError;
 use crate::store::{FieldOwners, Key, Store, Stored, Write};
@@ -19,6 +23,35 @@ use crate::templates::{Probe, Template, Templates};
 pub(crate) struct WriteCtx<'a> {
     pub(crate) manager: &'a str,
     pub(crate) dry_run: bool,
+    /// The configuration of a server-side apply (whose manager then owns
+    /// exactly its fields); `None` for every other write.
+    pub(crate) apply: Option<&'a Value>,
+}
+
+impl<'a> WriteCtx<'a> {
+    /// A write by `manager` that is not an apply.
+    pub(crate) fn new(manager: &'a str, dry_run: bool) -> Self {
+        WriteCtx {
+            manager,
+            dry_run,
+            apply: None,
+        }
+    }
+
+    fn operation(&self) -> managed::Operation<'a> {
+        match self.apply {
+            Some(config) => managed::Operation::Apply(config),
+            None => managed::Operation::Update,
+        }
+    }
+}
+
+/// The managedFields scope of a write to `part`.
+fn scope_of(part: Part) -> Scope {
+    match part {
+        Part::Status => Scope::Status,
+        Part::Main | Part::Scale => Scope::Main,
+    }
 }
 
 /// `DeleteOptions` gathered from the query string and the body.
@@ -43,8 +76,16 @@ pub(crate) enum Deleted {
 #[derive(Debug)]
 pub(crate) struct Api {
     pub(crate) store: Store,
+    /// The served resource types.
+    pub(crate) registry: Registry,
     /// The templates of recent create bodies.
     templates: Templates,
+    /// ResourceQuota admission and status.
+    pub(crate) quotas: Quotas,
+    /// Where every timestamp comes from.
+    clock: Arc<dyn Clock>,
+    /// Whether `managedFields` are kept.
+    managed_fields: bool,
     /// Flipped to `true` when the cluster stops; open watches end.
     closed: tokio::sync::watch::Sender<bool>,
 }
@@ -63,31 +104,22 @@ fn generated_name(base: &str) -> String {
     name
 }
 
-fn resource_label(resource: usize) -> String {
-    let def = &RESOURCES[resource];
-    if def.group.is_empty() {
-        def.plural.to_string()
-    } else {
-        format!("{}.{}", def.plural, def.group)
-    }
+fn not_found(def: &ResourceDef, name: &str) -> ApiError {
+    ApiError::not_found(&def.label(), name)
 }
 
-fn not_found(resource: usize, name: &str) -> ApiError {
-    ApiError::not_found(&resource_label(resource), name)
-}
-
-fn modified_conflict(resource: usize, name: &str) -> ApiError {
+fn modified_conflict(def: &ResourceDef, name: &str) -> ApiError {
     ApiError::conflict(
-        &resource_label(resource),
+        &def.label(),
         name,
         "the object has been modified; please apply your changes to the latest version and try again",
     )
 }
 
-fn parse_rv(rv: &str, resource: usize, name: &str) -> Result<u64, ApiError> {
+fn parse_rv(rv: &str, def: &ResourceDef, name: &str) -> Result<u64, ApiError> {
     rv.parse().map_err(|_| {
         ApiError::invalid(
-            RESOURCES[resource].kind,
+            def.kind,
             name,
             format!("metadata.resourceVersion: Invalid value: {rv:?}: must be an integer"),
         )
@@ -139,12 +171,54 @@ pub(crate) fn without_finalizer(obj: &mut Value, finalizer: &str) {
 }
 
 impl Api {
-    pub(crate) fn new(history: usize) -> Self {
-        Api {
+    /// An empty API serving the built-in kinds.
+    pub(crate) fn new(
+        history: usize,
+        clock: Arc<dyn Clock>,
+        managed_fields: bool,
+    ) -> Result<Self, RegisterError> {
+        let registry = Registry::new();
+        kinds::register_builtins(&registry)?;
+        Ok(Api {
             store: Store::new(history),
+            registry,
             templates: Templates::new(),
+            quotas: Quotas::default(),
+            clock,
+            managed_fields,
             closed: tokio::sync::watch::channel(false).0,
+        })
+    }
+
+    /// The type with this id; every id the store holds was registered.
+    pub(crate) fn def(&self, id: ResourceId) -> Result<Arc<ResourceDef>, ApiError> {
+        self.registry.def(id).ok_or_else(|| {
+            ApiError::new(
+                500,
+                "InternalError",
+                format!("resource id {id} is not registered"),
+            )
+        })
+    }
+
+    /// The type whose table holds `def`'s objects (`def` itself unless
+    /// it is a view of another type).
+    fn storage_of(&self, def: &Arc<ResourceDef>) -> Result<Arc<ResourceDef>, ApiError> {
+        if def.storage == def.id {
+            Ok(def.clone())
+        } else {
+            self.def(def.storage)
         }
+    }
+
+    /// The cluster's current time.
+    pub(crate) fn now(&self) -> jiff::Timestamp {
+        self.clock.now()
+    }
+
+    /// The cluster's current time as a Kubernetes timestamp.
+    pub(crate) fn now_text(&self) -> String {
+        clock::format(self.clock.now())
     }
 
     /// End every open watch.
@@ -157,9 +231,9 @@ impl Api {
         self.closed.subscribe()
     }
 
-    /// The table key for an object of `resource`.
-    pub(crate) fn key(resource: usize, namespace: &str, name: &str) -> Key {
-        if RESOURCES[resource].namespaced {
+    /// The table key for an object of `def`.
+    pub(crate) fn key(def: &ResourceDef, namespace: &str, name: &str) -> Key {
+        if def.namespaced {
             (namespace.to_string(), name.to_string())
         } else {
             (String::new(), name.to_string())
@@ -168,17 +242,17 @@ impl Api {
 
     pub(crate) fn get(
         &self,
-        resource: usize,
+        def: &ResourceDef,
         namespace: &str,
         name: &str,
     ) -> Result<Arc<Stored>, ApiError> {
         self.store
-            .get(resource, &Self::key(resource, namespace, name))
-            .ok_or_else(|| not_found(resource, name))
+            .get(def.storage, &Self::key(def, namespace, name))
+            .ok_or_else(|| not_found(def, name))
     }
 
-    fn ensure_namespace(&self, resource: usize, namespace: &str) -> Result<(), ApiError> {
-        if !RESOURCES[resource].namespaced {
+    fn ensure_namespace(&self, def: &ResourceDef, namespace: &str) -> Result<(), ApiError> {
+        if !def.namespaced {
             return Ok(());
         }
         let ns = self
@@ -191,7 +265,7 @@ impl Api {
                 "Forbidden",
                 format!(
                     "{} is forbidden: unable to create new content in namespace {namespace} because it is being terminated",
-                    resource_label(resource)
+                    def.label()
                 ),
             ));
         }
@@ -203,35 +277,35 @@ impl Api {
     /// that one's template (see [`crate::templates`]) without decoding.
     pub(crate) fn create_body(
         &self,
-        resource: usize,
+        def: &Arc<ResourceDef>,
         namespace: &str,
         body: &[u8],
-        parse: fn(&[u8]) -> Result<Value, ApiError>,
+        parse: &dyn Fn(&[u8]) -> Result<Value, ApiError>,
         ctx: WriteCtx<'_>,
     ) -> Result<Arc<Stored>, ApiError> {
-        let probe = if ctx.dry_run || resource == NAMESPACES {
+        let probe = if ctx.dry_run || def.id == NAMESPACES || def.conversion.is_some() {
             None
         } else {
-            self.templates.probe(resource, namespace, body)
+            self.templates.probe(def.id, namespace, body)
         };
         if let Some(probe) = &probe
             && let Some(template) = self.templates.get(probe)
-            && let Some(created) = self.create_from(&template, probe, namespace)
+            && let Some(created) = self.create_from(def, &template, probe, namespace)
         {
             return created;
         }
-        self.create_inner(resource, namespace, parse(body)?, ctx, probe.as_ref())
+        self.create_inner(def, namespace, parse(body)?, ctx, probe.as_ref())
     }
 
     /// Create an object (POST).
     pub(crate) fn create(
         &self,
-        resource: usize,
+        def: &Arc<ResourceDef>,
         namespace: &str,
         body: Value,
         ctx: WriteCtx<'_>,
     ) -> Result<Arc<Stored>, ApiError> {
-        self.create_inner(resource, namespace, body, ctx, None)
+        self.create_inner(def, namespace, body, ctx, None)
     }
 
     /// Create `template`'s object under the name `probe` gives or a
@@ -239,17 +313,17 @@ impl Api {
     /// reports what is wrong with the name.
     fn create_from(
         &self,
+        def: &ResourceDef,
         template: &Template,
         probe: &Probe<'_>,
         namespace: &str,
     ) -> Option<Result<Arc<Stored>, ApiError>> {
-        let resource = probe.resource;
         let explicit = probe.name.as_deref().filter(|n| !n.is_empty());
         let generate = template.generate.as_deref();
         if explicit.is_none() && generate.is_none() {
             return None;
         }
-        if let Err(e) = self.ensure_namespace(resource, namespace) {
+        if let Err(e) = self.ensure_namespace(def, namespace) {
             return Some(Err(e));
         }
         let attempts = if explicit.is_some() { 1 } else { 8 };
@@ -261,22 +335,23 @@ impl Api {
             if !semantics::is_dns_subdomain(&name) {
                 return None;
             }
-            let key = Self::key(resource, namespace, &name);
+            let key = Self::key(def, namespace, &name);
+            let _admitted = match self.quotas.admit(self, def, namespace, &name) {
+                Ok(guard) => guard,
+                Err(e) => return Some(Err(e)),
+            };
             let uid = semantics::random_uid();
-            let write = template.write(&name, &uid, &semantics::now());
-            match self.store.commit(resource, &key, None, write) {
+            let write = template.write(&name, &uid, &self.now_text());
+            match self.store.commit(def.storage, &key, None, write) {
                 Ok(stored) => return Some(Ok(stored)),
                 Err(_) if explicit.is_none() => continue,
                 Err(_) => {
-                    return Some(Err(ApiError::already_exists(
-                        &resource_label(resource),
-                        &name,
-                    )));
+                    return Some(Err(ApiError::already_exists(&def.label(), &name)));
                 }
             }
         }
         Some(Err(ApiError::already_exists(
-            &resource_label(resource),
+            &def.label(),
             generate.unwrap_or(""),
         )))
     }
@@ -285,14 +360,16 @@ impl Api {
     /// template of what it creates.
     fn create_inner(
         &self,
-        resource: usize,
+        view: &Arc<ResourceDef>,
         namespace: &str,
-        mut body: Value,
+        body: Value,
         ctx: WriteCtx<'_>,
         probe: Option<&Probe<'_>>,
     ) -> Result<Arc<Stored>, ApiError> {
-        semantics::check_body(resource, &mut body)?;
-        if RESOURCES[resource].namespaced
+        let def = &self.storage_of(view)?;
+        let mut body = view.to_stored(body);
+        semantics::check_body(def, &mut body)?;
+        if def.namespaced
             && let Some(ns) = body.at(&["metadata", "namespace"]).and_then(Value::as_str)
             && !ns.is_empty()
             && ns != namespace
@@ -301,7 +378,7 @@ impl Api {
                 "the namespace of the provided object does not match the namespace sent on the request",
             ));
         }
-        self.ensure_namespace(resource, namespace)?;
+        self.ensure_namespace(def, namespace)?;
         let generate = body
             .at(&["metadata", "generateName"])
             .and_then(Value::as_str)
@@ -321,13 +398,39 @@ impl Api {
                 semantics::meta_mut(&mut obj)
                     .insert("name".into(), Value::String(generated_name(base)));
             }
-            semantics::prepare_create(resource, &mut obj, namespace, semantics::random_uid());
-            semantics::validate(resource, &obj)?;
+            semantics::prepare_create(
+                def,
+                &mut obj,
+                namespace,
+                semantics::random_uid(),
+                &self.now_text(),
+            );
+            semantics::validate(def, &obj)?;
+            if self.managed_fields {
+                let created_at = obj
+                    .at(&["metadata", "creationTimestamp"])
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                managed::record(
+                    def,
+                    None,
+                    &mut obj,
+                    ctx.manager,
+                    ctx.operation(),
+                    Scope::Main,
+                    &created_at,
+                );
+            }
             let name = name_of(&obj).to_string();
-            let key = Self::key(resource, namespace, &name);
+            let key = Self::key(def, namespace, &name);
+            let _admitted = self.quotas.admit(self, def, namespace, &name)?;
+            if def.group.is_empty() && def.plural == "resourcequotas" {
+                self.quotas.enable();
+            }
             if ctx.dry_run {
-                if self.store.get(resource, &key).is_some() {
-                    return Err(ApiError::already_exists(&resource_label(resource), &name));
+                if self.store.get(def.storage, &key).is_some() {
+                    return Err(ApiError::already_exists(&def.label(), &name));
                 }
                 return Ok(uncommitted(obj, self.store.current_rv()));
             }
@@ -339,14 +442,14 @@ impl Api {
                 }
                 None => Write::Put(obj, Arc::new(FieldOwners::new())),
             };
-            match self.store.commit(resource, &key, None, write) {
+            match self.store.commit(def.storage, &key, None, write) {
                 Ok(stored) => return Ok(stored),
                 Err(_) if !explicit => continue,
-                Err(_) => return Err(ApiError::already_exists(&resource_label(resource), &name)),
+                Err(_) => return Err(ApiError::already_exists(&def.label(), &name)),
             }
         }
         Err(ApiError::already_exists(
-            &resource_label(resource),
+            &def.label(),
             generate.as_deref().unwrap_or(""),
         ))
     }
@@ -356,9 +459,10 @@ impl Api {
     /// if another write lands in between, `f` runs again.
     fn guaranteed_update<F>(
         &self,
-        resource: usize,
+        def: &ResourceDef,
         key: &Key,
         ctx: WriteCtx<'_>,
+        scope: Scope,
         mut f: F,
     ) -> Result<Arc<Stored>, ApiError>
     where
@@ -367,8 +471,8 @@ impl Api {
         loop {
             let cur = self
                 .store
-                .get(resource, key)
-                .ok_or_else(|| not_found(resource, &key.1))?;
+                .get(def.storage, key)
+                .ok_or_else(|| not_found(def, &key.1))?;
             let cur_value = cur.value();
             let (mut new, owners) = f(&cur, &cur_value)?;
             let cur_rv = cur.rv.to_string();
@@ -377,12 +481,17 @@ impl Api {
                 .and_then(Value::as_str)
             {
                 Some(rv) if !rv.is_empty() && rv != cur_rv => {
-                    parse_rv(rv, resource, &key.1)?;
-                    return Err(modified_conflict(resource, &key.1));
+                    parse_rv(rv, def, &key.1)?;
+                    return Err(modified_conflict(def, &key.1));
                 }
                 _ => {}
             }
-            semantics::meta_mut(&mut new).insert("resourceVersion".into(), Value::String(cur_rv));
+            let meta = semantics::meta_mut(&mut new);
+            meta.insert("resourceVersion".into(), Value::String(cur_rv));
+            match cur_value.at(&["metadata", "managedFields"]) {
+                Some(m) => meta.insert("managedFields".into(), m.clone()),
+                None => meta.remove("managedFields"),
+            };
             let owners = match owners {
                 Some(o) => o,
                 None if cur.owners.is_empty() => FieldOwners::new(),
@@ -390,6 +499,18 @@ impl Api {
             };
             if new == cur_value && owners == *cur.owners {
                 return Ok(cur);
+            }
+            if self.managed_fields {
+                let now = self.now_text();
+                managed::record(
+                    def,
+                    Some(&cur_value),
+                    &mut new,
+                    ctx.manager,
+                    ctx.operation(),
+                    scope,
+                    &now,
+                );
             }
             if ctx.dry_run {
                 return Ok(uncommitted(new, cur.rv));
@@ -399,67 +520,70 @@ impl Api {
             } else {
                 Write::Put(new, Arc::new(owners))
             };
-            if let Ok(stored) = self.store.commit(resource, key, Some(cur.rv), write) {
+            if let Ok(stored) = self.store.commit(def.storage, key, Some(cur.rv), write) {
                 return Ok(stored);
             }
         }
     }
 
-    fn allows_create_on_update(resource: usize) -> bool {
-        matches!(RESOURCES[resource].plural, "events" | "leases")
-    }
-
     /// Replace an object or one of its parts (PUT).
     pub(crate) fn update(
         &self,
-        resource: usize,
+        view: &Arc<ResourceDef>,
         namespace: &str,
         name: &str,
         part: Part,
-        mut body: Value,
+        body: Value,
         ctx: WriteCtx<'_>,
     ) -> Result<Arc<Stored>, ApiError> {
-        if part != Part::Scale {
-            semantics::check_body(resource, &mut body)?;
-        } else if !body.is_object() {
-            return Err(ApiError::bad_request(
-                "the request body must be a Scale object",
-            ));
-        }
+        let def = &self.storage_of(view)?;
+        let mut body = if part == Part::Scale {
+            if !body.is_object() {
+                return Err(ApiError::bad_request(
+                    "the request body must be a Scale object",
+                ));
+            }
+            body
+        } else {
+            let mut body = view.to_stored(body);
+            semantics::check_body(def, &mut body)?;
+            body
+        };
         let body_name = name_of(&body);
         if !body_name.is_empty() && body_name != name {
             return Err(ApiError::bad_request(format!(
                 "the name of the object ({body_name}) does not match the name on the URL ({name})"
             )));
         }
-        let key = Self::key(resource, namespace, name);
+        let key = Self::key(def, namespace, name);
         if part == Part::Main
-            && Self::allows_create_on_update(resource)
-            && self.store.get(resource, &key).is_none()
+            && view.create_on_update
+            && self.store.get(def.storage, &key).is_none()
         {
             semantics::meta_mut(&mut body).insert("name".into(), Value::String(name.into()));
-            return self.create(resource, namespace, body, ctx);
+            return self.create(def, namespace, body, ctx);
         }
-        self.guaranteed_update(resource, &key, ctx, |_, cur| {
+        self.guaranteed_update(def, &key, ctx, scope_of(part), |_, cur| {
             let mut new = match part {
                 Part::Scale => {
                     let mut obj = cur.clone();
-                    semantics::apply_scale(&mut obj, &body)?;
+                    semantics::apply_scale(def, &mut obj, &body)?;
                     obj
                 }
                 _ => body.clone(),
             };
-            semantics::prepare_update(resource, cur, &mut new, part)?;
-            semantics::validate(resource, &new)?;
+            semantics::prepare_update(def, cur, &mut new, part)?;
+            semantics::validate(def, &new)?;
             Ok((new, None))
         })
     }
 
-    /// Patch an object or one of its parts.
+    /// Patch an object or one of its parts; the patch applies to the
+    /// object as `view` serves it.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn patch(
         &self,
-        resource: usize,
+        view: &Arc<ResourceDef>,
         namespace: &str,
         name: &str,
         part: Part,
@@ -468,13 +592,22 @@ impl Api {
         force: bool,
         ctx: WriteCtx<'_>,
     ) -> Result<Arc<Stored>, ApiError> {
-        let key = Self::key(resource, namespace, name);
+        let def = &self.storage_of(view)?;
+        let key = Self::key(def, namespace, name);
         let parsed: Value = match kind {
             PatchKind::Json => Value::Null,
             PatchKind::Apply => serde_yaml::from_slice(body)
                 .map_err(|e| ApiError::bad_request(format!("invalid apply configuration: {e}")))?,
             _ => serde_json::from_slice(body)
                 .map_err(|e| ApiError::bad_request(format!("invalid patch body: {e}")))?,
+        };
+        let ctx = if kind == PatchKind::Apply {
+            WriteCtx {
+                apply: Some(&parsed),
+                ..ctx
+            }
+        } else {
+            ctx
         };
         if kind == PatchKind::Apply {
             if ctx.manager.is_empty() {
@@ -484,26 +617,26 @@ impl Api {
                     "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
                 ));
             }
-            if part == Part::Main && self.store.get(resource, &key).is_none() {
+            if part == Part::Main && self.store.get(def.storage, &key).is_none() {
                 let mut obj = json!({"metadata": {"name": name}});
                 let owners =
                     patch::apply(&mut obj, &FieldOwners::new(), &parsed, ctx.manager, force)?;
                 semantics::meta_mut(&mut obj).insert("name".into(), Value::String(name.into()));
-                let created = self.create(resource, namespace, obj, ctx)?;
+                let created = self.create(view, namespace, obj, ctx)?;
                 if owners.is_empty() || ctx.dry_run {
                     return Ok(created);
                 }
                 // Record the ownership on the created object.
                 let key2 = key.clone();
-                return self.guaranteed_update(resource, &key2, ctx, |_, cur| {
+                return self.guaranteed_update(def, &key2, ctx, Scope::Main, |_, cur| {
                     Ok((cur.clone(), Some(owners.clone())))
                 });
             }
         }
-        self.guaranteed_update(resource, &key, ctx, |stored, cur| {
+        self.guaranteed_update(def, &key, ctx, scope_of(part), |stored, cur| {
             let mut doc = match part {
-                Part::Scale => semantics::scale_of(cur),
-                _ => cur.clone(),
+                Part::Scale => semantics::scale_of(def, cur),
+                _ => view.to_view(cur.clone()),
             };
             let mut owners = None;
             match kind {
@@ -530,16 +663,17 @@ impl Api {
             let mut new = match part {
                 Part::Scale => {
                     let mut obj = cur.clone();
-                    semantics::apply_scale(&mut obj, &doc)?;
+                    semantics::apply_scale(def, &mut obj, &doc)?;
                     obj
                 }
                 _ => {
-                    semantics::check_body(resource, &mut doc)?;
+                    let mut doc = view.to_stored(doc);
+                    semantics::check_body(def, &mut doc)?;
                     doc
                 }
             };
-            semantics::prepare_update(resource, cur, &mut new, part)?;
-            semantics::validate(resource, &new)?;
+            semantics::prepare_update(def, cur, &mut new, part)?;
+            semantics::validate(def, &new)?;
             Ok((new, owners))
         })
     }
@@ -558,8 +692,10 @@ impl Api {
             .filter(|n| !n.is_empty())
             .ok_or_else(|| ApiError::invalid("Binding", name, "target.name: Required value"))?
             .to_string();
-        let key = Self::key(PODS, namespace, name);
-        self.guaranteed_update(PODS, &key, ctx, |_, cur| {
+        let pods = self.def(PODS)?;
+        let key = Self::key(&pods, namespace, name);
+        let now = self.now_text();
+        self.guaranteed_update(&pods, &key, ctx, Scope::Main, |_, cur| {
             let assigned = cur.at(&["spec", "nodeName"]).and_then(Value::as_str).unwrap_or("");
             if !assigned.is_empty() {
                 return Err(ApiError::conflict(
@@ -581,7 +717,7 @@ impl Api {
                 .map(|s| s.entry("conditions").or_insert_with(|| json!([])));
             if let Some(Value::Array(list)) = conditions {
                 list.retain(|c| c.get("type").and_then(Value::as_str) != Some("PodScheduled"));
-                list.push(json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": semantics::now()}));
+                list.push(json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": now}));
             }
             Ok((new, None))
         })
@@ -592,12 +728,14 @@ impl Api {
     /// finalizers and (for pods bound to a node) the grace period.
     pub(crate) fn delete(
         &self,
-        resource: usize,
+        view: &Arc<ResourceDef>,
         namespace: &str,
         name: &str,
         opts: &DeleteOpts,
     ) -> Result<Deleted, ApiError> {
-        let key = Self::key(resource, namespace, name);
+        let def = &self.storage_of(view)?;
+        let resource = def.id;
+        let key = Self::key(def, namespace, name);
         if resource == NAMESPACES && (name == "default" || name == "kube-system") {
             return Err(ApiError::new(
                 403,
@@ -609,13 +747,13 @@ impl Api {
             let cur = self
                 .store
                 .get(resource, &key)
-                .ok_or_else(|| not_found(resource, name))?;
+                .ok_or_else(|| not_found(def, name))?;
             let uid = &*cur.summary.uid;
             if let Some(want) = &opts.uid
                 && want != uid
             {
                 return Err(ApiError::conflict(
-                    &resource_label(resource),
+                    &def.label(),
                     name,
                     &format!(
                         "Precondition failed: UID in precondition: {want}, UID in object meta: {uid}"
@@ -626,7 +764,7 @@ impl Api {
                 && *want != cur.rv.to_string()
             {
                 return Err(ApiError::conflict(
-                    &resource_label(resource),
+                    &def.label(),
                     name,
                     &format!(
                         "Precondition failed: ResourceVersion in precondition: {want}, ResourceVersion in object meta: {}",
@@ -672,7 +810,15 @@ impl Api {
             } else if resource == NAMESPACES {
                 obj["status"] = json!({"phase": "Terminating"});
             } else {
-                let policy = opts.propagation.as_deref().unwrap_or("Background");
+                // The requested type's default: a view may differ from
+                // its storage type, as API versions of one kind do.
+                let policy =
+                    opts.propagation
+                        .as_deref()
+                        .unwrap_or(match view.default_propagation {
+                            Propagation::Background => "Background",
+                            Propagation::Orphan => "Orphan",
+                        });
                 let finalizer = match policy {
                     "Foreground" => Some("foregroundDeletion"),
                     "Orphan" => Some("orphan"),
@@ -699,7 +845,11 @@ impl Api {
             let meta = semantics::meta_mut(&mut obj);
             meta.insert(
                 "deletionTimestamp".into(),
-                Value::String(semantics::now_plus(grace)),
+                Value::String(clock::format(
+                    self.now()
+                        .checked_add(jiff::SignedDuration::from_secs(grace))
+                        .unwrap_or_else(|_| self.now()),
+                )),
             );
             meta.insert("deletionGracePeriodSeconds".into(), json!(grace));
             let gone = resource != NAMESPACES && ready_to_remove(&obj);
@@ -727,7 +877,7 @@ impl Api {
     }
 
     /// Remove an object unconditionally (used to finish namespace deletion).
-    pub(crate) fn remove(&self, resource: usize, key: &Key) {
+    pub(crate) fn remove(&self, resource: ResourceId, key: &Key) {
         while let Some(cur) = self.store.get(resource, key) {
             if self
                 .store
@@ -742,18 +892,16 @@ impl Api {
     /// Apply `f` to an object as an internal (controller) update.
     pub(crate) fn internal_update<F>(
         &self,
-        resource: usize,
+        resource: ResourceId,
         key: &Key,
         mut f: F,
     ) -> Result<Arc<Stored>, ApiError>
     where
         F: FnMut(&mut Value),
     {
-        let ctx = WriteCtx {
-            manager: "ctrlkit-testcluster",
-            dry_run: false,
-        };
-        self.guaranteed_update(resource, key, ctx, |_, cur| {
+        let ctx = WriteCtx::new("ctrlkit-testcluster", false);
+        let def = self.def(resource)?;
+        self.guaranteed_update(&def, key, ctx, Scope::Main, |_, cur| {
             let mut v = cur.clone();
             f(&mut v);
             Ok((v, None))
@@ -762,13 +910,11 @@ impl Api {
 
     /// Create the namespaces every cluster has.
     pub(crate) fn bootstrap(&self) -> Result<(), ApiError> {
-        let ctx = WriteCtx {
-            manager: "ctrlkit-testcluster",
-            dry_run: false,
-        };
+        let ctx = WriteCtx::new("ctrlkit-testcluster", false);
+        let namespaces = self.def(NAMESPACES)?;
         for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
             self.create(
-                NAMESPACES,
+                &namespaces,
                 "",
                 json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
                 ctx,

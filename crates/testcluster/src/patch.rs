@@ -156,19 +156,19 @@ fn merge_object(doc: &mut Value, patch: &Map<String, Value>) -> Result<(), ApiEr
                 }
             }
             Value::Array(pa) => {
+                let set_order = patch
+                    .get(&format!("$setElementOrder/{key}"))
+                    .and_then(Value::as_array)
+                    .map(Vec::as_slice);
                 let existing = target.get_mut(key).and_then(Value::as_array_mut);
                 match (existing, merge_key(key)) {
-                    (Some(list), Some(mk)) => merge_list(list, pa, mk)?,
+                    (Some(list), Some(mk)) => merge_list(list, pa, mk, set_order)?,
                     (Some(list), None) if is_primitive_set(key) => {
-                        for v in pa {
-                            if !list.contains(v) {
-                                list.push(v.clone());
-                            }
-                        }
+                        merge_list(list, pa, "", set_order)?;
                     }
-                    (None, Some(_)) => {
+                    (None, Some(mk)) => {
                         let mut list = Vec::new();
-                        merge_list(&mut list, pa, "")?;
+                        merge_list(&mut list, pa, mk, set_order)?;
                         target.insert(key.clone(), Value::Array(list));
                     }
                     _ => {
@@ -188,7 +188,65 @@ fn merge_object(doc: &mut Value, patch: &Map<String, Value>) -> Result<(), ApiEr
     Ok(())
 }
 
-fn merge_list(list: &mut Vec<Value>, patch: &[Value], key: &str) -> Result<(), ApiError> {
+/// Whether two list elements are the same element: by merge key for
+/// lists of maps, by value for lists of scalars (`key` empty).
+fn same_element(a: &Value, b: &Value, key: &str) -> bool {
+    if key.is_empty() {
+        a == b
+    } else {
+        a.get(key).is_some() && a.get(key) == b.get(key)
+    }
+}
+
+fn index_in(list: &[&Value], item: &Value, key: &str) -> Option<usize> {
+    list.iter().position(|e| same_element(e, item, key))
+}
+
+/// Put a merged list in apimachinery's order (strategicpatch
+/// `normalizeElementOrder`): the elements the patch names, in the patch's
+/// order (or its `$setElementOrder`), interleaved with the elements only
+/// the server had, in their old order. A server-only element goes before
+/// a patch element only when both were in the old list and it came
+/// first there, so elements the patch adds come before the old ones.
+fn normalize_order(
+    merged: Vec<Value>,
+    patch_order: &[&Value],
+    server_order: &[&Value],
+    key: &str,
+) -> Vec<Value> {
+    let (mut patch_items, mut server_only): (Vec<Value>, Vec<Value>) = merged
+        .into_iter()
+        .partition(|e| index_in(patch_order, e, key).is_some());
+    patch_items.sort_by_key(|e| index_in(patch_order, e, key));
+    server_only.sort_by_key(|e| index_in(server_order, e, key));
+    let mut out = Vec::with_capacity(patch_items.len() + server_only.len());
+    let mut left = server_only.into_iter().peekable();
+    let mut right = patch_items.into_iter().peekable();
+    loop {
+        let take_left = match (left.peek(), right.peek()) {
+            (Some(l), Some(r)) => matches!(
+                (index_in(server_order, l, key), index_in(server_order, r, key)),
+                (Some(li), Some(ri)) if li < ri
+            ),
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => break,
+        };
+        let next = if take_left { left.next() } else { right.next() };
+        out.extend(next);
+    }
+    out
+}
+
+/// Merge a patch list into `list`: lists of maps by their merge `key`
+/// (with the `$patch: delete` and `$patch: replace` directives), lists of
+/// scalars (`key` empty) as sets; then order as apimachinery does.
+fn merge_list(
+    list: &mut Vec<Value>,
+    patch: &[Value],
+    key: &str,
+    set_order: Option<&[Value]>,
+) -> Result<(), ApiError> {
     if patch.iter().any(|e| {
         e.get("$patch").and_then(Value::as_str) == Some("replace")
             && e.as_object().is_some_and(|m| m.len() == 1)
@@ -200,25 +258,25 @@ fn merge_list(list: &mut Vec<Value>, patch: &[Value], key: &str) -> Result<(), A
             .collect();
         return Ok(());
     }
-    for elem in patch {
-        let Value::Object(pm) = elem else {
-            if !list.contains(elem) {
-                list.push(elem.clone());
-            }
-            continue;
-        };
-        let id = pm.get(key);
-        let pos = id.and_then(|id| list.iter().position(|e| e.get(key) == Some(id)));
-        let delete = pm.get("$patch").and_then(Value::as_str) == Some("delete");
-        match (pos, delete) {
-            (Some(i), true) => {
-                list.remove(i);
-            }
-            (None, true) => {}
-            (Some(i), false) => merge_object(&mut list[i], pm)?,
-            (None, false) => list.push(strip_directives(elem)),
+    let is_delete = |e: &Value| e.get("$patch").and_then(Value::as_str) == Some("delete");
+    for elem in patch.iter().filter(|e| is_delete(e)) {
+        list.retain(|e| !same_element(e, elem, key));
+    }
+    let server = list.clone();
+    let plain: Vec<&Value> = patch.iter().filter(|e| !is_delete(e)).collect();
+    for elem in &plain {
+        match (elem, list.iter().position(|e| same_element(e, elem, key))) {
+            (Value::Object(pm), Some(i)) => merge_object(&mut list[i], pm)?,
+            (_, Some(_)) => {}
+            (_, None) => list.push(strip_directives(elem)),
         }
     }
+    let order: Vec<&Value> = match set_order {
+        Some(order) => order.iter().collect(),
+        None => plain,
+    };
+    let server: Vec<&Value> = server.iter().collect();
+    *list = normalize_order(std::mem::take(list), &order, &server, key);
     Ok(())
 }
 
@@ -362,11 +420,71 @@ mod tests {
         assert_eq!(
             doc,
             json!({"metadata": {
-                "ownerReferences": [{"uid": "b", "name": "y"}, {"uid": "c", "name": "z"}],
-                "finalizers": ["f1", "f2"],
+                "ownerReferences": [{"uid": "c", "name": "z"}, {"uid": "b", "name": "y"}],
+                "finalizers": ["f2", "f1"],
                 "labels": {"k": "v"}
             }})
         );
+    }
+
+    fn containers(names: &[&str]) -> Value {
+        Value::Array(
+            names
+                .iter()
+                .map(|n| json!({"name": n, "image": "i"}))
+                .collect(),
+        )
+    }
+
+    fn merged_names(original: &[&str], patch: Value) -> Vec<String> {
+        let mut doc = json!({"spec": {"containers": containers(original)}});
+        strategic_merge(&mut doc, &json!({"spec": patch})).unwrap();
+        doc["spec"]["containers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn merged_lists_are_ordered_as_apimachinery_orders_them() {
+        // The conformance "Replace and Patch tests": an added container comes first.
+        assert_eq!(
+            merged_names(&["a"], json!({"containers": containers(&["b"])})),
+            ["b", "a"]
+        );
+        // Elements both had keep the old order; changed ones stay in place.
+        assert_eq!(
+            merged_names(&["a", "b"], json!({"containers": containers(&["b"])})),
+            ["a", "b"]
+        );
+        assert_eq!(
+            merged_names(
+                &["a", "b", "c"],
+                json!({"containers": containers(&["c", "a"])})
+            ),
+            ["b", "c", "a"],
+            "among the elements it names, the patch's order wins"
+        );
+        // New elements in the patch's order, before the server-only ones they precede.
+        assert_eq!(
+            merged_names(&["a", "b"], json!({"containers": containers(&["x", "a"])})),
+            ["x", "a", "b"]
+        );
+        assert_eq!(
+            merged_names(
+                &["a", "b"],
+                json!({"containers": containers(&["b", "x", "y"])})
+            ),
+            ["a", "b", "x", "y"]
+        );
+        // $setElementOrder decides the order of the named elements.
+        let patch = json!({
+            "$setElementOrder/containers": [{"name": "b"}, {"name": "a"}],
+            "containers": [{"name": "a", "image": "j"}]
+        });
+        assert_eq!(merged_names(&["a", "b"], patch), ["b", "a"]);
     }
 
     #[test]

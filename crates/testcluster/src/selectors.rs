@@ -243,6 +243,14 @@ impl FieldSelector {
         })
     }
 
+    /// Rewrite every field path with `f` (a view's paths to the stored
+    /// form's).
+    pub(crate) fn map_paths(&mut self, f: impl Fn(&[String]) -> Vec<String>) {
+        for (path, _, _) in &mut self.0 {
+            *path = f(path);
+        }
+    }
+
     /// Whether `object` satisfies every requirement.
     #[cfg(test)]
     pub(crate) fn matches_object(&self, object: &Value) -> bool {

@@ -3,36 +3,9 @@
 use crate::json::At;
 use serde_json::{Map, Value, json};
 
-use crate::resources::{self, RESOURCES, ResourceDef};
-use crate::selectors::LabelSelector;
+use crate::kinds::{NAMESPACES, PODS};
+use crate::resources::{ResourceDef, ScalePaths};
 use crate::status::ApiError;
-
-/// The current time as an RFC 3339 timestamp with second precision.
-pub(crate) fn now() -> String {
-    thread_local! {
-        // Every create stamps the time; formatting once per second (per
-        // thread) is enough at second precision.
-        static LAST: std::cell::RefCell<(i64, String)> =
-            const { std::cell::RefCell::new((i64::MIN, String::new())) };
-    }
-    let ts = jiff::Timestamp::now();
-    let second = ts.as_second();
-    LAST.with_borrow_mut(|(at, text)| {
-        if *at != second {
-            *at = second;
-            *text = ts.strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
-        }
-        text.clone()
-    })
-}
-
-/// `now` plus `seconds`.
-pub(crate) fn now_plus(seconds: i64) -> String {
-    let ts = jiff::Timestamp::now()
-        .checked_add(jiff::SignedDuration::from_secs(seconds))
-        .unwrap_or_else(|_| jiff::Timestamp::now());
-    ts.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
-}
 
 /// A random (version 4) UUID, from the thread-local generator rather than
 /// a system call per object.
@@ -65,7 +38,7 @@ fn is_label_shaped(s: &str) -> bool {
 }
 
 /// DNS-1123 label: label-shaped, at most 63 characters.
-fn is_dns_label(s: &str) -> bool {
+pub(crate) fn is_dns_label(s: &str) -> bool {
     s.len() <= 63 && is_label_shaped(s)
 }
 
@@ -124,7 +97,7 @@ fn opt_str(v: Option<&Value>) -> bool {
 /// right JSON types. Cheaper than decoding the typed k8s-openapi object on
 /// every write, and catches what would make stored objects undecodable
 /// for informers.
-fn shape_check(resource: usize, obj: &Value) -> Result<(), String> {
+fn shape_check(def: &ResourceDef, obj: &Value) -> Result<(), String> {
     let null = Value::Null;
     let meta = obj.get("metadata").unwrap_or(&null);
     if !meta.is_object() && !meta.is_null() {
@@ -175,7 +148,7 @@ fn shape_check(resource: usize, obj: &Value) -> Result<(), String> {
             return Err(format!("{section}: expected an object"));
         }
     }
-    if resource == resources::PODS {
+    if def.id == PODS {
         array_of(
             obj.at(&["spec", "containers"]).unwrap_or(&null),
             "spec.containers",
@@ -187,8 +160,7 @@ fn shape_check(resource: usize, obj: &Value) -> Result<(), String> {
 }
 
 /// Check the request body names the right kind and decodes as that type.
-pub(crate) fn check_body(resource: usize, obj: &mut Value) -> Result<(), ApiError> {
-    let def = &RESOURCES[resource];
+pub(crate) fn check_body(def: &ResourceDef, obj: &mut Value) -> Result<(), ApiError> {
     let Some(map) = obj.as_object_mut() else {
         return Err(ApiError::bad_request(
             "the request body must be a JSON object",
@@ -205,14 +177,19 @@ pub(crate) fn check_body(resource: usize, obj: &mut Value) -> Result<(), ApiErro
     }
     map.insert("kind".into(), Value::String(def.kind.into()));
     map.insert("apiVersion".into(), Value::String(def.api_version.into()));
-    shape_check(resource, obj).map_err(|e| {
+    shape_check(def, obj).map_err(|e| {
         ApiError::bad_request(format!("the request body is not a valid {}: {e}", def.kind))
     })
 }
 
 /// Defaulting on create, plus the fields the server owns.
-pub(crate) fn prepare_create(resource: usize, obj: &mut Value, namespace: &str, uid: String) {
-    let def = &RESOURCES[resource];
+pub(crate) fn prepare_create(
+    def: &ResourceDef,
+    obj: &mut Value,
+    namespace: &str,
+    uid: String,
+    now: &str,
+) {
     let name = obj
         .at(&["metadata", "name"])
         .and_then(Value::as_str)
@@ -224,7 +201,7 @@ pub(crate) fn prepare_create(resource: usize, obj: &mut Value, namespace: &str, 
     meta.remove("deletionGracePeriodSeconds");
     meta.remove("managedFields");
     meta.insert("uid".into(), Value::String(uid));
-    meta.insert("creationTimestamp".into(), Value::String(now()));
+    meta.insert("creationTimestamp".into(), Value::String(now.to_string()));
     if def.namespaced {
         meta.insert("namespace".into(), Value::String(namespace.into()));
     } else {
@@ -235,63 +212,21 @@ pub(crate) fn prepare_create(resource: usize, obj: &mut Value, namespace: &str, 
     } else {
         meta.remove("generation");
     }
-    match (def.group, def.plural) {
-        ("", "namespaces") => {
-            let labels = meta.entry("labels").or_insert_with(|| json!({}));
-            if let Some(l) = labels.as_object_mut() {
-                l.insert("kubernetes.io/metadata.name".into(), Value::String(name));
-            }
-            obj["spec"] = json!({"finalizers": ["kubernetes"]});
-            obj["status"] = json!({"phase": "Active"});
+    if def.id == NAMESPACES {
+        let labels = meta.entry("labels").or_insert_with(|| json!({}));
+        if let Some(l) = labels.as_object_mut() {
+            l.insert("kubernetes.io/metadata.name".into(), Value::String(name));
         }
-        ("", "pods") => {
-            let spec = obj.get_mut("spec").and_then(Value::as_object_mut);
-            if let Some(spec) = spec {
-                spec.entry("restartPolicy")
-                    .or_insert_with(|| json!("Always"));
-                spec.entry("terminationGracePeriodSeconds")
-                    .or_insert_with(|| json!(30));
-                spec.entry("dnsPolicy")
-                    .or_insert_with(|| json!("ClusterFirst"));
-                spec.entry("schedulerName")
-                    .or_insert_with(|| json!("default-scheduler"));
-            }
-            obj["status"] = json!({"phase": "Pending"});
-        }
-        ("", "replicationcontrollers") => {
-            default_replicas(obj);
-            let template_labels = obj.at(&["spec", "template", "metadata", "labels"]).cloned();
-            if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
-                let empty = spec
-                    .get("selector")
-                    .and_then(Value::as_object)
-                    .is_none_or(Map::is_empty);
-                if empty && let Some(labels) = template_labels {
-                    spec.insert("selector".into(), labels);
-                }
-            }
-            obj["status"] = json!({"replicas": 0});
-        }
-        ("apps", "replicasets") => {
-            default_replicas(obj);
-            obj["status"] = json!({"replicas": 0});
-        }
-        _ => {}
+        obj["spec"] = json!({"finalizers": ["kubernetes"]});
+        obj["status"] = json!({"phase": "Active"});
     }
-}
-
-fn default_replicas(obj: &mut Value) {
-    if !obj.get("spec").is_some_and(Value::is_object) {
-        obj["spec"] = json!({});
-    }
-    if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
-        spec.entry("replicas").or_insert_with(|| json!(1));
+    if let Some(hooks) = &def.hooks {
+        hooks.default_create(def, obj);
     }
 }
 
 /// Validation shared by create and update; errors are 422 Invalid.
-pub(crate) fn validate(resource: usize, obj: &Value) -> Result<(), ApiError> {
-    let def = &RESOURCES[resource];
+pub(crate) fn validate(def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
     let name = obj
         .at(&["metadata", "name"])
         .and_then(Value::as_str)
@@ -304,7 +239,7 @@ pub(crate) fn validate(resource: usize, obj: &Value) -> Result<(), ApiError> {
             "Required value: name or generateName is required",
         ));
     }
-    let valid_name = if resource == resources::NAMESPACES {
+    let valid_name = if def.id == NAMESPACES {
         is_dns_label(name)
     } else {
         is_dns_subdomain(name)
@@ -316,7 +251,7 @@ pub(crate) fn validate(resource: usize, obj: &Value) -> Result<(), ApiError> {
             "metadata.name",
             &format!(
                 "Invalid value: {name:?}: a lowercase RFC 1123 {} must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
-                if resource == resources::NAMESPACES {
+                if def.id == NAMESPACES {
                     "label"
                 } else {
                     "subdomain"
@@ -336,100 +271,9 @@ pub(crate) fn validate(resource: usize, obj: &Value) -> Result<(), ApiError> {
             }
         }
     }
-    match (def.group, def.plural) {
-        ("", "pods") => {
-            let containers = obj.at(&["spec", "containers"]).and_then(Value::as_array);
-            if containers.is_none_or(Vec::is_empty) {
-                return Err(invalid(def, name, "spec.containers", "Required value"));
-            }
-            for (i, c) in containers.into_iter().flatten().enumerate() {
-                if c.get("name")
-                    .and_then(Value::as_str)
-                    .is_none_or(|n| !is_dns_label(n))
-                {
-                    return Err(invalid(
-                        def,
-                        name,
-                        &format!("spec.containers[{i}].name"),
-                        "Invalid value: must be a DNS label",
-                    ));
-                }
-                if c.get("image")
-                    .and_then(Value::as_str)
-                    .is_none_or(str::is_empty)
-                {
-                    return Err(invalid(
-                        def,
-                        name,
-                        &format!("spec.containers[{i}].image"),
-                        "Required value",
-                    ));
-                }
-            }
-        }
-        ("apps", "replicasets") => {
-            let selector = obj.at(&["spec", "selector"]);
-            let parsed = match selector {
-                Some(s) => LabelSelector::from_object(s).map_err(|e| {
-                    invalid(def, name, "spec.selector", &format!("Invalid value: {e}"))
-                })?,
-                None => LabelSelector::default(),
-            };
-            if parsed.is_empty() {
-                return Err(invalid(
-                    def,
-                    name,
-                    "spec.selector",
-                    "Required value: empty selector is invalid for replicaset",
-                ));
-            }
-            check_replicas(def, name, obj)?;
-            let labels = obj.at(&["spec", "template", "metadata", "labels"]);
-            if !parsed.matches(labels) {
-                return Err(invalid(
-                    def,
-                    name,
-                    "spec.template.metadata.labels",
-                    "Invalid value: `selector` does not match template `labels`",
-                ));
-            }
-        }
-        ("", "replicationcontrollers") => {
-            check_replicas(def, name, obj)?;
-            let selector = obj.at(&["spec", "selector"]).and_then(Value::as_object);
-            let Some(selector) = selector.filter(|s| !s.is_empty()) else {
-                return Err(invalid(def, name, "spec.selector", "Required value"));
-            };
-            if let Some(template) = obj.at(&["spec", "template"]) {
-                let labels = template.at(&["metadata", "labels"]);
-                let matches = selector
-                    .iter()
-                    .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v));
-                if !matches {
-                    return Err(invalid(
-                        def,
-                        name,
-                        "spec.template.metadata.labels",
-                        "Invalid value: `selector` does not match template `labels`",
-                    ));
-                }
-            }
-        }
-        _ => {}
-    }
-    Ok(())
-}
-
-fn check_replicas(def: &ResourceDef, name: &str, obj: &Value) -> Result<(), ApiError> {
-    match obj.at(&["spec", "replicas"]) {
+    match &def.hooks {
+        Some(hooks) => hooks.validate(def, obj),
         None => Ok(()),
-        Some(v) if v.as_i64().is_some_and(|r| r >= 0) => Ok(()),
-        Some(v) => Err(invalid(
-            def,
-            name,
-            "spec.replicas",
-            &format!("Invalid value: {v}: must be greater than or equal to 0"),
-        )),
     }
 }
 
@@ -445,12 +289,11 @@ pub(crate) enum Part {
 /// kept; a main-resource write keeps the stored status, a status write keeps
 /// everything but the status; generation is bumped when the spec changes.
 pub(crate) fn prepare_update(
-    resource: usize,
+    def: &ResourceDef,
     old: &Value,
     new: &mut Value,
     part: Part,
 ) -> Result<(), ApiError> {
-    let def = &RESOURCES[resource];
     if part == Part::Status {
         let status = new.get("status").cloned();
         let rv = new.at(&["metadata", "resourceVersion"]).cloned();
@@ -519,7 +362,7 @@ pub(crate) fn prepare_update(
             ));
         }
     }
-    if def.has_subresource("status") && part == Part::Main {
+    if def.status && part == Part::Main {
         match old.get("status") {
             Some(s) => new["status"] = s.clone(),
             None => {
@@ -529,7 +372,7 @@ pub(crate) fn prepare_update(
             }
         }
     }
-    if resource == resources::NAMESPACES {
+    if def.id == NAMESPACES {
         new["spec"] = old.get("spec").cloned().unwrap_or_else(|| json!({}));
     }
     if def.tracks_generation && old.get("spec") != new.get("spec") {
@@ -543,21 +386,33 @@ pub(crate) fn prepare_update(
     Ok(())
 }
 
-/// The autoscaling/v1 `Scale` view of a replicated object.
-pub(crate) fn scale_of(obj: &Value) -> Value {
+fn at_path<'a>(obj: &'a Value, path: &[String]) -> Option<&'a Value> {
+    path.iter().try_fold(obj, |cur, key| cur.get(key))
+}
+
+/// The autoscaling/v1 `Scale` view of a replicated object, read through
+/// the type's scale paths.
+pub(crate) fn scale_of(def: &ResourceDef, obj: &Value) -> Value {
+    let paths = def.scale.clone().unwrap_or_else(ScalePaths::builtin);
     let meta = obj.get("metadata").cloned().unwrap_or_else(|| json!({}));
-    let selector = match obj.at(&["spec", "selector"]) {
-        Some(Value::Object(m))
-            if m.contains_key("matchLabels") || m.contains_key("matchExpressions") =>
-        {
-            selector_string(obj.at(&["spec", "selector"]))
-        }
-        Some(Value::Object(m)) => m
-            .iter()
-            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
-            .collect::<Vec<_>>()
-            .join(","),
-        _ => String::new(),
+    let selector = match &paths.label_selector {
+        Some(path) => at_path(obj, path)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
+        None => match obj.at(&["spec", "selector"]) {
+            Some(Value::Object(m))
+                if m.contains_key("matchLabels") || m.contains_key("matchExpressions") =>
+            {
+                selector_string(obj.at(&["spec", "selector"]))
+            }
+            Some(Value::Object(m)) => m
+                .iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+                .collect::<Vec<_>>()
+                .join(","),
+            _ => String::new(),
+        },
     };
     json!({
         "kind": "Scale",
@@ -569,9 +424,9 @@ pub(crate) fn scale_of(obj: &Value) -> Value {
             "resourceVersion": meta.get("resourceVersion"),
             "creationTimestamp": meta.get("creationTimestamp"),
         },
-        "spec": {"replicas": obj.at(&["spec", "replicas"]).cloned().unwrap_or(json!(0))},
+        "spec": {"replicas": at_path(obj, &paths.spec_replicas).cloned().unwrap_or(json!(0))},
         "status": {
-            "replicas": obj.at(&["status", "replicas"]).cloned().unwrap_or(json!(0)),
+            "replicas": at_path(obj, &paths.status_replicas).cloned().unwrap_or(json!(0)),
             "selector": selector,
         }
     })
@@ -608,7 +463,11 @@ fn selector_string(sel: Option<&Value>) -> String {
 }
 
 /// Write a (possibly patched) `Scale` back into the object's spec.replicas.
-pub(crate) fn apply_scale(obj: &mut Value, scale: &Value) -> Result<(), ApiError> {
+pub(crate) fn apply_scale(
+    def: &ResourceDef,
+    obj: &mut Value,
+    scale: &Value,
+) -> Result<(), ApiError> {
     let replicas = scale
         .at(&["spec", "replicas"])
         .and_then(Value::as_i64)
@@ -620,7 +479,15 @@ pub(crate) fn apply_scale(obj: &mut Value, scale: &Value) -> Result<(), ApiError
                 "Scale is invalid: spec.replicas: must be a non-negative integer",
             )
         })?;
-    obj["spec"]["replicas"] = json!(replicas);
+    let paths = def.scale.clone().unwrap_or_else(ScalePaths::builtin);
+    let mut slot = &mut *obj;
+    for key in &paths.spec_replicas {
+        if !slot.is_object() {
+            *slot = json!({});
+        }
+        slot = &mut slot[key.as_str()];
+    }
+    *slot = json!(replicas);
     if let Some(rv) = scale
         .at(&["metadata", "resourceVersion"])
         .filter(|v| v.as_str().is_some_and(|s| !s.is_empty()))
@@ -650,8 +517,12 @@ mod tests {
     }
 
     fn pod(v: Value) -> Result<(), ApiError> {
+        let reg = crate::resources::Registry::new();
+        crate::kinds::register_builtins(&reg).unwrap();
+        let def = reg.def(PODS).unwrap();
+        assert_eq!(def.plural, "pods");
         let mut v = v;
-        check_body(resources::PODS, &mut v)
+        check_body(&def, &mut v)
     }
 
     #[test]

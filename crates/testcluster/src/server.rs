@@ -13,17 +13,21 @@ use futures::StreamExt;
 use http::{HeaderMap, HeaderValue, Method, Response, StatusCode, header};
 use serde_json::{Value, json};
 
+use crate::authz::{Attributes, Authorization};
+use crate::decode::{self, Decoders};
 use crate::discovery;
 use crate::faults::{FaultInjector, RequestInfo};
+use crate::kinds::PODS;
 use crate::ops::{Api, DeleteOpts, Deleted, WriteCtx};
 use crate::patch::PatchKind;
-use crate::resources::{self, RESOURCES};
+use crate::resources::{ResourceDef, Snapshot};
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::semantics::{self, Part};
 use crate::stats::{Counters, Slot};
-use crate::status::{ApiError, status_response};
-use crate::store::{Key, Stored};
-use crate::watch::{self, Start, WatchSpec};
+use crate::status::ApiError;
+use crate::store::{EventType, Key, Stored, build_frame};
+use crate::table::TableRequest;
+use crate::watch::{self, FrameFn, Start, WatchSpec};
 
 /// The header marking requests from the cluster's own components (the
 /// kubelet simulation); faults never apply to them.
@@ -56,6 +60,10 @@ pub(crate) struct Server {
     pub(crate) address: String,
     pub(crate) bookmark_interval: Duration,
     pub(crate) stats: Arc<Counters>,
+    /// Request body decoders beyond JSON and YAML.
+    pub(crate) decoders: Decoders,
+    /// The authorizer, if one is plugged in.
+    pub(crate) authz: Authorization,
 }
 
 type Params = HashMap<String, String>;
@@ -74,78 +82,79 @@ fn value_response(code: StatusCode, v: &Value) -> Response<Body> {
     json_response(code, Bytes::from(v.to_string()))
 }
 
-fn stored_response(code: StatusCode, s: &Stored) -> Response<Body> {
+/// A stored object as `def` serves it.
+fn stored_response(def: &ResourceDef, code: StatusCode, s: &Stored) -> Response<Body> {
+    if def.conversion.is_some() {
+        return value_response(code, &def.to_view(s.value()));
+    }
     json_response(code, s.json.clone())
 }
 
-fn not_found_path(path: &str) -> Response<Body> {
-    status_response(
-        404,
-        "NotFound",
-        &format!("the server could not find the requested resource ({path})"),
+/// The stored object's JSON as `def` serves it.
+fn served_json(def: &ResourceDef, s: &Stored) -> Bytes {
+    if def.conversion.is_some() {
+        return Bytes::from(def.to_view(s.value()).to_string());
+    }
+    s.json.clone()
+}
+
+/// kube-apiserver's answer to a path no handler serves: an unknown
+/// resource, group, version or subresource.
+fn not_found_path() -> Response<Body> {
+    ApiError::not_found_path().into_response()
+}
+
+/// kube-apiserver's answer to a method the path does not support.
+fn method_not_allowed() -> Response<Body> {
+    ApiError::new(
+        405,
+        "MethodNotAllowed",
+        "the server does not allow this method on the requested resource",
     )
+    .into_response()
 }
 
 /// A parsed resource path.
 #[derive(Debug)]
 struct Target<'a> {
-    resource: usize,
+    def: Arc<ResourceDef>,
     namespace: Option<&'a str>,
     name: Option<&'a str>,
     sub: Option<&'a str>,
 }
 
-fn parse_target<'a>(group: &str, version: &str, rest: &[&'a str]) -> Option<Target<'a>> {
-    let lookup = |plural: &str| resources::lookup(group, version, plural);
+fn parse_target<'a>(
+    snap: &Snapshot,
+    group: &str,
+    version: &str,
+    rest: &[&'a str],
+) -> Option<Target<'a>> {
+    let lookup = |plural: &str| snap.lookup(group, version, plural).cloned();
+    let target = |def, namespace, name, sub| {
+        Some(Target {
+            def,
+            namespace,
+            name,
+            sub,
+        })
+    };
     match rest {
-        ["namespaces", ns, plural, tail @ ..]
-            if lookup(plural).is_some_and(|r| RESOURCES[r].namespaced) =>
-        {
-            let resource = lookup(plural)?;
+        ["namespaces", ns, plural, tail @ ..] if lookup(plural).is_some_and(|d| d.namespaced) => {
+            let def = lookup(plural)?;
             match tail {
-                [] => Some(Target {
-                    resource,
-                    namespace: Some(ns),
-                    name: None,
-                    sub: None,
-                }),
-                [name] => Some(Target {
-                    resource,
-                    namespace: Some(ns),
-                    name: Some(name),
-                    sub: None,
-                }),
-                [name, sub] => Some(Target {
-                    resource,
-                    namespace: Some(ns),
-                    name: Some(name),
-                    sub: Some(sub),
-                }),
+                [] => target(def, Some(*ns), None, None),
+                [name] => target(def, Some(*ns), Some(*name), None),
+                [name, sub] => target(def, Some(*ns), Some(*name), Some(*sub)),
                 _ => None,
             }
         }
         [plural, tail @ ..] => {
-            let resource = lookup(plural)?;
-            let namespaced = RESOURCES[resource].namespaced;
+            let def = lookup(plural)?;
+            let namespaced = def.namespaced;
             match tail {
-                [] => Some(Target {
-                    resource,
-                    namespace: None,
-                    name: None,
-                    sub: None,
-                }),
-                [name] if !namespaced => Some(Target {
-                    resource,
-                    namespace: None,
-                    name: Some(name),
-                    sub: None,
-                }),
-                [name, sub] if !namespaced => Some(Target {
-                    resource,
-                    namespace: None,
-                    name: Some(name),
-                    sub: Some(sub),
-                }),
+                [] => target(def, None, None, None),
+                [name] if !namespaced => target(def, None, Some(*name), None),
+                [name, sub] if !namespaced => target(def, None, Some(*name), Some(*sub)),
                 _ => None,
             }
         }
@@ -157,11 +166,32 @@ fn parse_target<'a>(group: &str, version: &str, rest: &[&'a str]) -> Option<Targ
 pub(crate) async fn handle(State(server): State<Arc<Server>>, req: Request) -> Response<Body> {
     let mut slot = Slot::non_resource(req.headers().contains_key(INTERNAL_HEADER));
     if req.method() != Method::GET {
-        slot.set(RESOURCES.len(), None, "other");
+        slot.set_verb("other");
     }
     let resp = route(&server, req, &mut slot).await;
     server.stats.record(slot, resp.status().as_u16());
     resp
+}
+
+fn discovery_response(
+    req: &Request,
+    legacy: Value,
+    aggregated: impl FnOnce() -> Value,
+) -> Response<Body> {
+    let accept = req
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if discovery::wants_aggregated(accept) {
+        let mut r = json_response(StatusCode::OK, Bytes::from(aggregated().to_string()));
+        r.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(discovery::AGGREGATED),
+        );
+        return r;
+    }
+    value_response(StatusCode::OK, &legacy)
 }
 
 /// Answer one request; `slot` learns its verb and resource.
@@ -172,93 +202,134 @@ async fn route(server: &Arc<Server>, req: Request, slot: &mut Slot) -> Response<
         .split('/')
         .filter(|s| !s.is_empty())
         .collect();
+    let snap = server.api.registry.snapshot();
     match segments.as_slice() {
         ["version"] => return value_response(StatusCode::OK, &discovery::version()),
         ["healthz" | "livez" | "readyz", ..] => {
             return json_response(StatusCode::OK, Bytes::from_static(b"ok"));
         }
         ["api"] => {
-            return value_response(StatusCode::OK, &discovery::core_versions(&server.address));
+            return discovery_response(&req, discovery::core_versions(&server.address), || {
+                discovery::aggregated(&snap, true)
+            });
         }
-        ["apis"] => return value_response(StatusCode::OK, &discovery::group_list()),
+        ["apis"] => {
+            return discovery_response(&req, discovery::group_list(&snap), || {
+                discovery::aggregated(&snap, false)
+            });
+        }
         ["api", v] => {
-            return match discovery::resource_list("", v) {
+            return match discovery::resource_list(&snap, "", v) {
                 Some(doc) => value_response(StatusCode::OK, &doc),
-                None => not_found_path(&path),
+                None => not_found_path(),
             };
         }
         ["apis", g] => {
-            return match discovery::group(g) {
+            return match discovery::group(&snap, g) {
                 Some(doc) => value_response(StatusCode::OK, &doc),
-                None => not_found_path(&path),
+                None => not_found_path(),
             };
         }
         ["apis", g, v] => {
-            return match discovery::resource_list(g, v) {
+            return match discovery::resource_list(&snap, g, v) {
                 Some(doc) => value_response(StatusCode::OK, &doc),
-                None => not_found_path(&path),
+                None => not_found_path(),
             };
         }
-        ["openapi", "v3"] => return value_response(StatusCode::OK, &discovery::openapi_root()),
+        ["openapi", "v3"] => {
+            return value_response(StatusCode::OK, &discovery::openapi_root(&snap));
+        }
         ["openapi", "v3", "api", v] => {
-            return match discovery::openapi_group_version("", v) {
+            return match discovery::openapi_group_version(&snap, "", v) {
                 Some(doc) => value_response(StatusCode::OK, &doc),
-                None => not_found_path(&path),
+                None => not_found_path(),
             };
         }
         ["openapi", "v3", "apis", g, v] => {
-            return match discovery::openapi_group_version(g, v) {
+            return match discovery::openapi_group_version(&snap, g, v) {
                 Some(doc) => value_response(StatusCode::OK, &doc),
-                None => not_found_path(&path),
+                None => not_found_path(),
             };
         }
         _ => {}
     }
     let target = match segments.as_slice() {
-        ["api", v, rest @ ..] => parse_target("", v, rest),
-        ["apis", g, v, rest @ ..] => parse_target(g, v, rest),
+        ["api", v, rest @ ..] => parse_target(&snap, "", v, rest),
+        ["apis", g, v, rest @ ..] => parse_target(&snap, g, v, rest),
         _ => None,
     };
+    drop(snap);
     let Some(target) = target else {
-        return not_found_path(&path);
+        return not_found_path();
     };
     let params: Params = Query::<Params>::try_from_uri(req.uri())
         .map(|q| q.0)
         .unwrap_or_default();
     let internal = slot.internal;
     let is_watch = matches!(params.get("watch").map(String::as_str), Some("true" | "1"));
-    let verb = match (req.method().clone(), target.name.is_some()) {
-        (Method::GET, true) => "get",
-        (Method::GET, false) if is_watch => "watch",
-        (Method::GET, false) => "list",
-        (Method::POST, _) => "create",
-        (Method::PUT, _) => "update",
-        (Method::PATCH, _) => "patch",
-        (Method::DELETE, true) => "delete",
-        (Method::DELETE, false) => "deletecollection",
-        _ => {
-            slot.set_other_verb(target.resource, target.sub);
-            return status_response(
-                405,
-                "MethodNotAllowed",
-                "the server does not allow this method on the requested resource",
-            );
+    let def = target.def.clone();
+    // The verbs of the path's kind, as kube-apiserver routes them: a
+    // collection takes GET/POST/DELETE, an object GET/PUT/PATCH/DELETE,
+    // `status` and `scale` GET/PUT/PATCH, `binding` POST.
+    let method = req.method().clone();
+    let verb = match (target.name.is_some(), target.sub, method) {
+        (false, _, Method::GET) if is_watch => Some("watch"),
+        (false, _, Method::GET) => Some("list"),
+        (false, _, Method::POST) => Some("create"),
+        (false, _, Method::DELETE) => Some("deletecollection"),
+        (true, None, Method::GET) => Some("get"),
+        (true, None, Method::PUT) => Some("update"),
+        (true, None, Method::PATCH) => Some("patch"),
+        (true, None, Method::DELETE) => Some("delete"),
+        (true, Some(sub), m) if def.has_subresource(sub) => match (sub, m) {
+            ("binding", Method::POST) => Some("create"),
+            ("binding", _) => None,
+            (_, Method::GET) => Some("get"),
+            (_, Method::PUT) => Some("update"),
+            (_, Method::PATCH) => Some("patch"),
+            _ => None,
+        },
+        (true, Some(_), _) => {
+            slot.set(def.id, def.plural, target.sub, "other");
+            return not_found_path();
         }
+        _ => None,
     };
-    slot.set(target.resource, target.sub, verb);
+    let Some(verb) = verb else {
+        slot.set(def.id, def.plural, target.sub, "other");
+        return method_not_allowed();
+    };
+    slot.set(def.id, def.plural, target.sub, verb);
     let info = RequestInfo {
         verb,
-        resource: RESOURCES[target.resource].plural,
+        resource: def.plural,
         subresource: target.sub,
         namespace: target.namespace,
         name: target.name,
         internal,
     };
+    let token = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let attrs = Attributes {
+        token,
+        verb,
+        api_group: def.group,
+        resource: def.plural,
+        subresource: target.sub,
+        namespace: target.namespace,
+        name: target.name,
+    };
+    if let Err(e) = server.authz.check(&attrs) {
+        return e.into_response();
+    }
     if !internal && let Some(resp) = server.faults.before_request(&info).await {
         return resp;
     }
     if verb == "watch" {
-        return watch_response(server, &target, &params, &info);
+        return watch_response(server, &target, &params, req.headers(), &info);
     }
     let (parts, body) = req.into_parts();
     let body = match axum::body::to_bytes(body, MAX_BODY).await {
@@ -285,28 +356,13 @@ fn manager<'a>(params: &'a Params, headers: &'a HeaderMap) -> &'a str {
         .unwrap_or("unknown")
 }
 
-fn parse_body(body: &[u8]) -> Result<Value, ApiError> {
-    let v: Value = serde_json::from_slice(body)
-        .or_else(|_| serde_yaml::from_slice(body))
-        .map_err(|e| {
-            ApiError::bad_request(format!("the request body is not valid JSON or YAML: {e}"))
-        })?;
-    if !v.is_object() {
-        return Err(ApiError::bad_request("the request body must be an object"));
-    }
-    Ok(v)
-}
-
 fn part_of(target: &Target<'_>) -> Result<Part, ApiError> {
-    let def = &RESOURCES[target.resource];
+    let def = &target.def;
     match target.sub {
         None => Ok(Part::Main),
         Some(sub) if def.has_subresource(sub) && sub == "status" => Ok(Part::Status),
         Some(sub) if def.has_subresource(sub) && sub == "scale" => Ok(Part::Scale),
-        Some(sub) => Err(ApiError::not_found(
-            &format!("{}/{sub}", def.plural),
-            target.name.unwrap_or(""),
-        )),
+        Some(_) => Err(ApiError::not_found_path()),
     }
 }
 
@@ -319,31 +375,43 @@ fn dispatch(
     body: &[u8],
 ) -> Result<Response<Body>, ApiError> {
     let api = &server.api;
-    let resource = target.resource;
+    let def = &target.def;
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let parse_body = |body: &[u8]| server.decoders.decode(def, content_type, body);
     let ns = target.namespace.unwrap_or("");
     let name = target.name.unwrap_or("");
     let dry_run = params.get("dryRun").is_some_and(|d| d == "All");
-    let ctx = WriteCtx {
-        manager: manager(params, headers),
-        dry_run,
-    };
-    let def = &RESOURCES[resource];
+    let ctx = WriteCtx::new(manager(params, headers), dry_run);
     if def.namespaced && target.namespace.is_none() && !matches!(verb, "list" | "watch") {
         return Err(ApiError::not_found("namespaces", ""));
     }
     match verb {
         "get" => {
-            let stored = api.get(resource, ns, name)?;
-            match part_of(target)? {
-                Part::Scale => Ok(value_response(
+            let stored = api.get(def, ns, name)?;
+            let table = table_request(headers, params)?;
+            match (part_of(target)?, table) {
+                (Part::Scale, _) => Ok(value_response(
                     StatusCode::OK,
-                    &semantics::scale_of(&stored.value()),
+                    &semantics::scale_of(def, &stored.value()),
                 )),
-                _ => Ok(stored_response(StatusCode::OK, &stored)),
+                (Part::Main, Some(table)) => {
+                    let value = stored.value();
+                    let row = table.row(def, &value, def.to_view(value.clone()), api.now());
+                    let doc = table.table(
+                        def,
+                        json!({"resourceVersion": stored.rv.to_string()}),
+                        vec![row],
+                    );
+                    Ok(table_response(&table, &doc))
+                }
+                _ => Ok(stored_response(def, StatusCode::OK, &stored)),
             }
         }
         "list" => list(api, target, params, headers),
-        "create" if target.sub == Some("binding") && resource == resources::PODS => {
+        "create" if target.sub == Some("binding") && def.id == PODS => {
             let body = parse_body(body)?;
             api.bind(ns, name, &body, ctx)?;
             Ok(value_response(
@@ -352,19 +420,18 @@ fn dispatch(
             ))
         }
         "create" if target.name.is_none() => {
-            let stored = api.create_body(resource, ns, body, parse_body, ctx)?;
-            Ok(stored_response(StatusCode::CREATED, &stored))
+            let stored = if decode::is_json(content_type) {
+                api.create_body(def, ns, body, &parse_body, ctx)?
+            } else {
+                api.create(def, ns, parse_body(body)?, ctx)?
+            };
+            Ok(stored_response(def, StatusCode::CREATED, &stored))
         }
-        "create" => Err(ApiError::new(
-            405,
-            "MethodNotAllowed",
-            "POST is not supported on this path",
-        )),
         "update" => {
             let part = part_of(target)?;
             let body = parse_body(body)?;
-            let stored = api.update(resource, ns, name, part, body, ctx)?;
-            Ok(part_response(part, &stored))
+            let stored = api.update(def, ns, name, part, body, ctx)?;
+            Ok(part_response(def, part, &stored))
         }
         "patch" => {
             let part = part_of(target)?;
@@ -385,38 +452,28 @@ fn dispatch(
             } else {
                 ctx.manager
             };
-            let ctx = WriteCtx {
-                manager: mgr,
-                dry_run,
-            };
-            let stored = api.patch(resource, ns, name, part, kind, body, force, ctx)?;
-            Ok(part_response(part, &stored))
+            let ctx = WriteCtx::new(mgr, dry_run);
+            let stored = api.patch(def, ns, name, part, kind, body, force, ctx)?;
+            Ok(part_response(def, part, &stored))
         }
         "delete" => {
-            if target.sub.is_some() {
-                return Err(ApiError::new(
-                    405,
-                    "MethodNotAllowed",
-                    "DELETE is not supported on subresources",
-                ));
-            }
             let opts = delete_opts(params, body)?;
-            match api.delete(resource, ns, name, &opts)? {
-                Deleted::Gone(s) => Ok(stored_response(StatusCode::OK, &s)),
-                Deleted::Pending(s) => Ok(stored_response(StatusCode::ACCEPTED, &s)),
+            match api.delete(def, ns, name, &opts)? {
+                Deleted::Gone(s) => Ok(stored_response(def, StatusCode::OK, &s)),
+                Deleted::Pending(s) => Ok(stored_response(def, StatusCode::ACCEPTED, &s)),
             }
         }
         "deletecollection" => {
             let opts = delete_opts(params, body)?;
-            let (labels, fields) = selectors(params)?;
-            let (items, _) = api.store.list(resource, target.namespace, None);
+            let (labels, fields) = selectors(def, params)?;
+            let (items, _) = api.store.list(def.storage, target.namespace, None);
             let mut deleted = Vec::new();
             for item in items
                 .iter()
                 .filter(|s| labels.matches_stored(s) && fields.matches_stored(s))
             {
                 let (ins, n) = (&item.summary.namespace, &item.summary.name);
-                match api.delete(resource, ins, n, &opts) {
+                match api.delete(def, ins, n, &opts) {
                     Ok(Deleted::Gone(s) | Deleted::Pending(s)) => deleted.push(s),
                     Err(e) if e.code == 404 => {}
                     Err(e) => return Err(e),
@@ -429,10 +486,10 @@ fn dispatch(
     }
 }
 
-fn part_response(part: Part, stored: &Stored) -> Response<Body> {
+fn part_response(def: &ResourceDef, part: Part, stored: &Stored) -> Response<Body> {
     match part {
-        Part::Scale => value_response(StatusCode::OK, &semantics::scale_of(&stored.value())),
-        _ => stored_response(StatusCode::OK, stored),
+        Part::Scale => value_response(StatusCode::OK, &semantics::scale_of(def, &stored.value())),
+        _ => stored_response(def, StatusCode::OK, stored),
     }
 }
 
@@ -481,15 +538,23 @@ fn delete_opts(params: &Params, body: &[u8]) -> Result<DeleteOpts, ApiError> {
     Ok(opts)
 }
 
-fn selectors(params: &Params) -> Result<(LabelSelector, FieldSelector), ApiError> {
+/// The request's selectors; field paths of a view are mapped to the
+/// stored form they are matched against.
+fn selectors(
+    def: &ResourceDef,
+    params: &Params,
+) -> Result<(LabelSelector, FieldSelector), ApiError> {
     let labels = match params.get("labelSelector") {
         Some(s) => LabelSelector::parse(s)?,
         None => LabelSelector::default(),
     };
-    let fields = match params.get("fieldSelector") {
+    let mut fields = match params.get("fieldSelector") {
         Some(s) => FieldSelector::parse(s)?,
         None => FieldSelector::default(),
     };
+    if let Some(c) = &def.conversion {
+        fields.map_paths(|p| c.stored_field(p));
+    }
     Ok((labels, fields))
 }
 
@@ -513,7 +578,7 @@ fn decode_continue(token: &str) -> Result<Key, ApiError> {
 }
 
 fn list_response(
-    def: &resources::ResourceDef,
+    def: &ResourceDef,
     rv: u64,
     items: &[Arc<Stored>],
     cont: Option<(String, usize)>,
@@ -536,20 +601,42 @@ fn list_response(
         if i > 0 {
             buf.extend_from_slice(b",");
         }
-        buf.extend_from_slice(&item.json);
+        buf.extend_from_slice(&served_json(def, item));
     }
     buf.extend_from_slice(b"]}");
     json_response(StatusCode::OK, buf.freeze())
+}
+
+/// The Table the request asks for, if any.
+fn table_request(headers: &HeaderMap, params: &Params) -> Result<Option<TableRequest>, ApiError> {
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if !accept.contains("as=Table") {
+        return Ok(None);
+    }
+    TableRequest::from_request(accept, params.get("includeObject").map(String::as_str))
+}
+
+fn table_response(table: &TableRequest, doc: &Value) -> Response<Body> {
+    let mut r = value_response(StatusCode::OK, doc);
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(table.content_type()),
+    );
+    r
 }
 
 fn list(
     api: &Api,
     target: &Target<'_>,
     params: &Params,
-    _headers: &HeaderMap,
+    headers: &HeaderMap,
 ) -> Result<Response<Body>, ApiError> {
-    let def = &RESOURCES[target.resource];
-    let (labels, fields) = selectors(params)?;
+    let def = &target.def;
+    let table = table_request(headers, params)?;
+    let (labels, fields) = selectors(def, params)?;
     let start = match params.get("continue").filter(|c| !c.is_empty()) {
         Some(c) => Some(decode_continue(c)?),
         None => None,
@@ -560,7 +647,7 @@ fn list(
         .filter(|l| *l > 0);
     let (items, rv) = api
         .store
-        .list(target.resource, target.namespace, start.as_ref());
+        .list(def.storage, target.namespace, start.as_ref());
     let mut matching = items
         .into_iter()
         .filter(|s| labels.matches_stored(s) && fields.matches_stored(s));
@@ -571,11 +658,27 @@ fn list(
     let remaining = matching.count();
     let cont = match page.last() {
         Some(last) if remaining > 0 => {
-            let key = Api::key(target.resource, &last.summary.namespace, &last.summary.name);
+            let key = Api::key(def, &last.summary.namespace, &last.summary.name);
             Some((encode_continue(&key), remaining))
         }
         _ => None,
     };
+    if let Some(table) = table {
+        let now = api.now();
+        let rows = page
+            .iter()
+            .map(|s| {
+                let value = s.value();
+                table.row(def, &value, def.to_view(value.clone()), now)
+            })
+            .collect();
+        let mut meta = json!({"resourceVersion": rv.to_string()});
+        if let Some((token, remaining)) = cont {
+            meta["continue"] = json!(token);
+            meta["remainingItemCount"] = json!(remaining);
+        }
+        return Ok(table_response(&table, &table.table(def, meta, rows)));
+    }
     Ok(list_response(def, rv, &page, cont))
 }
 
@@ -583,9 +686,11 @@ fn watch_response(
     server: &Server,
     target: &Target<'_>,
     params: &Params,
+    headers: &HeaderMap,
     info: &RequestInfo<'_>,
 ) -> Response<Body> {
-    let (labels, fields) = match selectors(params) {
+    let def = &target.def;
+    let (labels, fields) = match selectors(def, params) {
         Ok(s) => s,
         Err(e) => return e.into_response(),
     };
@@ -614,8 +719,39 @@ fn watch_response(
         .get("timeoutSeconds")
         .and_then(|t| t.parse::<u64>().ok())
         .map_or(Duration::from_secs(1800), Duration::from_secs);
+    let table = match table_request(headers, params) {
+        Ok(t) => t,
+        Err(e) => return e.into_response(),
+    };
+    // Watchers of a view or of Tables get frames encoded for them; the
+    // others share the stored frames.
+    let encode: Option<FrameFn> = if table.is_some() || def.conversion.is_some() {
+        let def = def.clone();
+        let api = server.api.clone();
+        Some(Arc::new(move |kind: EventType, s: &Stored| {
+            let stored = s.value();
+            let served = def.to_view(stored.clone());
+            let value = match &table {
+                Some(t) => {
+                    let row = t.row(&def, &stored, served, api.now());
+                    let meta = json!({"resourceVersion": s.rv.to_string()});
+                    t.table(&def, meta, vec![row])
+                }
+                None => served,
+            };
+            build_frame(kind, 0, |buf| {
+                let _ = serde_json::to_writer(&mut *buf, &value);
+            })
+            .0
+        }) as FrameFn)
+    } else {
+        None
+    };
     let spec = WatchSpec {
-        resource: target.resource,
+        resource: def.storage,
+        kind: def.kind,
+        api_version: def.api_version,
+        encode,
         namespace: target.namespace.map(str::to_string),
         labels,
         fields,

@@ -2,15 +2,17 @@
 //! verb, resource and status code.
 //!
 //! Counting is one relaxed atomic increment per request (plus one for the
-//! exact status code) into fixed arrays indexed by (resource, subresource,
-//! verb, internal, status class), so it costs nothing measurable next to
-//! handling the request and needs no lock.
+//! exact status code) into fixed arrays indexed by (subresource, verb,
+//! internal, status class), one array per resource type made on its first
+//! request, so it costs nothing measurable next to handling the request
+//! and needs no lock.
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::resources::RESOURCES;
+use crate::resources::ResourceId;
 
 /// Verbs as counted. `other` is an unsupported method on a resource path.
 const VERBS: &[&str] = &[
@@ -39,18 +41,19 @@ const SUBRESOURCES: &[Option<&str>] = &[
 const CLASSES: usize = 5;
 /// Exact codes tracked: 100..=599.
 const CODES: usize = 500;
-
-fn resources() -> usize {
-    // One more slot for non-resource paths (discovery, /version, 404s).
-    RESOURCES.len() + 1
-}
+/// Resource types counted apart; requests to types with higher ids (a
+/// test registering over a thousand custom resources) share the last one.
+const MAX_RESOURCES: usize = 1024;
+/// Counters per resource type.
+const PER_RESOURCE: usize = SUBRESOURCES.len() * VERBS.len() * 2 * CLASSES;
 
 /// Where a request is counted: its verb, resource and subresource.
 /// Filled in by the router as it learns them.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Slot {
-    /// Index into `RESOURCES`, or `RESOURCES.len()` for non-resource paths.
-    pub(crate) resource: usize,
+    /// The resource type's id and plural name; `None` for non-resource
+    /// paths (discovery, /version, 404s).
+    resource: Option<(ResourceId, &'static str)>,
     sub: usize,
     verb: usize,
     pub(crate) internal: bool,
@@ -60,16 +63,30 @@ impl Slot {
     /// A request to a path that is not a resource (discovery, health, 404).
     pub(crate) fn non_resource(internal: bool) -> Slot {
         Slot {
-            resource: RESOURCES.len(),
+            resource: None,
             sub: 0,
             verb: 0,
             internal,
         }
     }
 
-    /// Count the request as `verb` on `resource`/`sub`.
-    pub(crate) fn set(&mut self, resource: usize, sub: Option<&str>, verb: &str) {
-        self.resource = resource.min(RESOURCES.len());
+    /// Count the request as `verb` on a non-resource path.
+    pub(crate) fn set_verb(&mut self, verb: &str) {
+        self.verb = VERBS
+            .iter()
+            .position(|v| *v == verb)
+            .unwrap_or(VERBS.len() - 1);
+    }
+
+    /// Count the request as `verb` on the resource `id` (named `plural`) / `sub`.
+    pub(crate) fn set(
+        &mut self,
+        id: ResourceId,
+        plural: &'static str,
+        sub: Option<&str>,
+        verb: &str,
+    ) {
+        self.resource = Some((id.min(MAX_RESOURCES - 1), plural));
         self.sub = match sub {
             None => 0,
             Some(s) => SUBRESOURCES
@@ -77,22 +94,21 @@ impl Slot {
                 .position(|x| *x == Some(s))
                 .unwrap_or(SUBRESOURCES.len() - 1),
         };
-        self.verb = VERBS
-            .iter()
-            .position(|v| *v == verb)
-            .unwrap_or(VERBS.len() - 1);
+        self.set_verb(verb);
     }
+}
 
-    /// Count the request as an unsupported method on `resource`/`sub`.
-    pub(crate) fn set_other_verb(&mut self, resource: usize, sub: Option<&str>) {
-        self.set(resource, sub, "other");
-    }
+/// One resource type's counters.
+struct Block {
+    plural: &'static str,
+    /// (sub, verb, internal, class) -> count.
+    counts: Box<[AtomicU64]>,
 }
 
 /// The live counters of one cluster.
 pub(crate) struct Counters {
-    /// (resource, sub, verb, internal, class) -> count.
-    by_slot: Box<[AtomicU64]>,
+    /// Per resource id, then one for non-resource paths.
+    blocks: Box<[OnceLock<Block>]>,
     /// (internal, code - 100) -> count.
     by_code: Box<[AtomicU64]>,
 }
@@ -107,16 +123,14 @@ fn zeroed(n: usize) -> Box<[AtomicU64]> {
     (0..n).map(|_| AtomicU64::new(0)).collect()
 }
 
-fn slot_index(resource: usize, sub: usize, verb: usize, internal: bool, class: usize) -> usize {
-    (((resource * SUBRESOURCES.len() + sub) * VERBS.len() + verb) * 2 + usize::from(internal))
-        * CLASSES
-        + class
+fn slot_index(sub: usize, verb: usize, internal: bool, class: usize) -> usize {
+    ((sub * VERBS.len() + verb) * 2 + usize::from(internal)) * CLASSES + class
 }
 
 impl Counters {
     pub(crate) fn new() -> Counters {
         Counters {
-            by_slot: zeroed(resources() * SUBRESOURCES.len() * VERBS.len() * 2 * CLASSES),
+            blocks: (0..=MAX_RESOURCES).map(|_| OnceLock::new()).collect(),
             by_code: zeroed(2 * CODES),
         }
     }
@@ -125,8 +139,14 @@ impl Counters {
     pub(crate) fn record(&self, slot: Slot, code: u16) {
         let code = code.clamp(100, 599);
         let class = usize::from(code / 100 - 1);
-        let i = slot_index(slot.resource, slot.sub, slot.verb, slot.internal, class);
-        if let Some(c) = self.by_slot.get(i) {
+        let (block, plural) = slot.resource.unwrap_or((MAX_RESOURCES, ""));
+        let counts = &self.blocks[block]
+            .get_or_init(|| Block {
+                plural,
+                counts: zeroed(PER_RESOURCE),
+            })
+            .counts;
+        if let Some(c) = counts.get(slot_index(slot.sub, slot.verb, slot.internal, class)) {
             c.fetch_add(1, Ordering::Relaxed);
         }
         let j = usize::from(slot.internal) * CODES + usize::from(code - 100);
@@ -138,7 +158,11 @@ impl Counters {
     /// Set every counter to zero. Requests answered concurrently may or
     /// may not be counted.
     pub(crate) fn reset(&self) {
-        for c in self.by_slot.iter().chain(self.by_code.iter()) {
+        let blocks = self.blocks.iter().filter_map(OnceLock::get);
+        for c in blocks
+            .flat_map(|b| b.counts.iter())
+            .chain(self.by_code.iter())
+        {
             c.store(0, Ordering::Relaxed);
         }
     }
@@ -146,24 +170,26 @@ impl Counters {
     /// A snapshot of every non-zero counter.
     pub(crate) fn snapshot(&self) -> RequestStats {
         let mut stats = RequestStats::default();
-        for resource in 0..resources() {
+        for block in self.blocks.iter().filter_map(OnceLock::get) {
             for (sub, subresource) in SUBRESOURCES.iter().enumerate() {
                 for (verb, verb_name) in VERBS.iter().enumerate() {
                     for internal in [false, true] {
                         let mut counts = StatusCounts::default();
                         for class in 0..CLASSES {
-                            let i = slot_index(resource, sub, verb, internal, class);
-                            let n = self.by_slot.get(i).map_or(0, |c| c.load(Ordering::Relaxed));
+                            let i = slot_index(sub, verb, internal, class);
+                            let n = block.counts.get(i).map_or(0, |c| c.load(Ordering::Relaxed));
                             counts.add_class(class, n);
                         }
                         if counts.total() > 0 {
                             let key = RequestKey {
                                 verb: verb_name,
-                                resource: RESOURCES.get(resource).map_or("", |d| d.plural),
+                                resource: block.plural,
                                 subresource: *subresource,
                                 internal,
                             };
-                            stats.entries.insert(key, counts);
+                            // Two types may share a plural (core and
+                            // events.k8s.io events): their counts add up.
+                            *stats.entries.entry(key).or_default() += counts;
                         }
                     }
                 }
@@ -437,13 +463,13 @@ mod tests {
     fn counts_by_slot_and_code_and_diffs() {
         let counters = Counters::new();
         let mut slot = Slot::non_resource(false);
-        slot.set(crate::resources::PODS, None, "create");
+        slot.set(1, "pods", None, "create");
         counters.record(slot, 201);
         counters.record(slot, 409);
         let before = counters.snapshot();
         counters.record(slot, 201);
         let mut status = Slot::non_resource(true);
-        status.set(crate::resources::PODS, Some("status"), "update");
+        status.set(1, "pods", Some("status"), "update");
         counters.record(status, 200);
         counters.record(Slot::non_resource(false), 404);
         let after = counters.snapshot();
@@ -477,7 +503,7 @@ mod tests {
     fn unknown_names_fall_into_other_slots() {
         let counters = Counters::new();
         let mut slot = Slot::non_resource(false);
-        slot.set(crate::resources::PODS, Some("exec"), "connect");
+        slot.set(1, "pods", Some("exec"), "connect");
         counters.record(slot, 404);
         let stats = counters.snapshot();
         assert_eq!(stats.count("other", "pods/other").client_error, 1);

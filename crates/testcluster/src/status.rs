@@ -49,6 +49,15 @@ impl ApiError {
         )
     }
 
+    /// The 404 for a path no handler serves, with kube-apiserver's message.
+    pub(crate) fn not_found_path() -> Self {
+        Self::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
+    }
+
     pub(crate) fn bad_request(message: impl Into<String>) -> Self {
         Self::new(400, "BadRequest", message)
     }
@@ -77,6 +86,7 @@ pub(crate) fn status_value(code: u16, reason: &str, message: &str) -> Value {
         "status": "Failure",
         "message": message,
         "reason": reason,
+        "details": {},
         "code": code,
     })
 }

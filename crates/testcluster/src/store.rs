@@ -18,7 +18,7 @@ use parking_lot::Mutex;
 use serde_json::Value;
 
 use crate::encoded::Encoded;
-use crate::resources::RESOURCES;
+use crate::resources::ResourceId;
 use crate::summary::Summary;
 
 /// Table key: (namespace, name); the namespace is empty for cluster-scoped objects.
@@ -120,6 +120,7 @@ pub(crate) struct TooOld {
 
 struct Inner {
     rv: u64,
+    /// One table per storage resource id, grown as types are registered.
     tables: Vec<BTreeMap<Key, Arc<Stored>>>,
     history: VecDeque<Arc<Event>>,
     /// The highest resourceVersion evicted from `history`.
@@ -181,7 +182,7 @@ impl Store {
         Store {
             inner: Mutex::new(Inner {
                 rv: 0,
-                tables: RESOURCES.iter().map(|_| BTreeMap::new()).collect(),
+                tables: Vec::new(),
                 history: VecDeque::new(),
                 compacted: 0,
                 uids: HashMap::new(),
@@ -202,8 +203,8 @@ impl Store {
         self.latest.subscribe()
     }
 
-    pub(crate) fn get(&self, resource: usize, key: &Key) -> Option<Arc<Stored>> {
-        self.inner.lock().tables[resource].get(key).cloned()
+    pub(crate) fn get(&self, resource: ResourceId, key: &Key) -> Option<Arc<Stored>> {
+        self.inner.lock().tables.get(resource)?.get(key).cloned()
     }
 
     /// Objects of `resource` (in `namespace` if given) after `start_after`,
@@ -216,7 +217,9 @@ impl Store {
     ) -> (Vec<Arc<Stored>>, u64) {
         use std::ops::Bound;
         let inner = self.inner.lock();
-        let table = &inner.tables[resource];
+        let Some(table) = inner.tables.get(resource) else {
+            return (Vec::new(), inner.rv);
+        };
         let lower = match start_after {
             Some(k) => Bound::Excluded(k.clone()),
             None => match namespace {
@@ -251,10 +254,9 @@ impl Store {
     pub(crate) fn namespace_contents(&self, namespace: &str) -> Vec<(usize, Key)> {
         let inner = self.inner.lock();
         let mut out = Vec::new();
+        // Cluster-scoped objects have an empty namespace in their key, and
+        // namespace names are never empty, so only namespaced ones match.
         for (id, table) in inner.tables.iter().enumerate() {
-            if !RESOURCES[id].namespaced {
-                continue;
-            }
             let from = (namespace.to_string(), String::new());
             out.extend(
                 table
@@ -288,7 +290,7 @@ impl Store {
         let stored = {
             let mut guard = self.inner.lock();
             let inner = &mut *guard;
-            let current = inner.tables[resource].get(key).cloned();
+            let current = inner.table_mut(resource).get(key).cloned();
             if current.as_ref().map(|c| c.rv) != expected {
                 return Err(Stale);
             }
@@ -310,9 +312,11 @@ impl Store {
             inner.rv = rv;
             inner.reindex(resource, key, current.as_deref(), kind, &stored);
             if kind == EventType::Deleted {
-                inner.tables[resource].remove(key);
+                inner.table_mut(resource).remove(key);
             } else {
-                inner.tables[resource].insert(key.clone(), stored.clone());
+                inner
+                    .table_mut(resource)
+                    .insert(key.clone(), stored.clone());
             }
             inner.history.push_back(Arc::new(Event {
                 rv,
@@ -368,6 +372,14 @@ impl Store {
 }
 
 impl Inner {
+    /// The table of `resource`, created (with any before it) if new.
+    fn table_mut(&mut self, resource: ResourceId) -> &mut BTreeMap<Key, Arc<Stored>> {
+        if self.tables.len() <= resource {
+            self.tables.resize_with(resource + 1, BTreeMap::new);
+        }
+        &mut self.tables[resource]
+    }
+
     fn reindex(
         &mut self,
         resource: usize,

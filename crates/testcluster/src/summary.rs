@@ -12,16 +12,16 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::json::At;
-use crate::resources;
 
 /// An ownerReference, as the garbage collector and the dependents index
 /// need it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct OwnerRef {
     pub(crate) uid: Box<str>,
-    /// Whether the owner's kind is one this cluster serves (the collector
-    /// only deletes dependents of owners it could have known).
-    pub(crate) known_kind: bool,
+    /// The owner's `apiVersion` and `kind`: the collector only deletes
+    /// dependents of owners of a kind the cluster serves.
+    pub(crate) api_version: Box<str>,
+    pub(crate) kind: Box<str>,
 }
 
 /// What the hot paths read of one stored object.
@@ -69,7 +69,8 @@ impl Summary {
             .filter_map(|r| {
                 Some(OwnerRef {
                     uid: r.get("uid")?.as_str()?.into(),
-                    known_kind: known_owner_kind(r),
+                    api_version: boxed(r.get("apiVersion").and_then(Value::as_str)),
+                    kind: boxed(r.get("kind").and_then(Value::as_str)),
                 })
             })
             .collect();
@@ -134,16 +135,6 @@ impl Summary {
     }
 }
 
-/// Whether an owner reference names a kind this cluster serves.
-pub(crate) fn known_owner_kind(owner_ref: &Value) -> bool {
-    let api_version = owner_ref
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let kind = owner_ref.get("kind").and_then(Value::as_str).unwrap_or("");
-    resources::by_kind(api_version, kind).is_some()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -170,8 +161,18 @@ mod tests {
         assert!(s.has_finalizer("orphan"));
         assert!(!s.has_finalizer("foregroundDeletion"));
         assert!(s.terminating);
-        let owners: Vec<(&str, bool)> = s.owners.iter().map(|o| (&*o.uid, o.known_kind)).collect();
-        assert_eq!(owners, [("o1", true), ("o2", false)]);
+        let owners: Vec<(&str, &str, &str)> = s
+            .owners
+            .iter()
+            .map(|o| (&*o.uid, &*o.api_version, &*o.kind))
+            .collect();
+        assert_eq!(
+            owners,
+            [
+                ("o1", "apps/v1", "ReplicaSet"),
+                ("o2", "example.com/v1", "Thing")
+            ]
+        );
         assert_eq!(s.field(&["spec", "nodeName"]), Some("node-1"));
         assert_eq!(s.field(&["status", "phase"]), Some("Running"));
         assert_eq!(s.field(&["spec", "restartPolicy"]), None);

@@ -11,7 +11,7 @@ use serde_json::json;
 use tokio::time::Instant;
 
 use crate::ops::Api;
-use crate::resources::RESOURCES;
+use crate::resources::ResourceId;
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::status::ApiError;
 use crate::store::{Event, EventType, Stored, event_frame};
@@ -26,10 +26,20 @@ pub(crate) enum Start {
     Initial { end_marker: bool },
 }
 
+/// Re-encodes a stored object's watch frame for watchers that see objects
+/// in another form (a converted view, a Table row).
+pub(crate) type FrameFn = Arc<dyn Fn(EventType, &Stored) -> Bytes + Send + Sync>;
+
 /// Everything that shapes one watch.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct WatchSpec {
-    pub(crate) resource: usize,
+    /// The storage table watched.
+    pub(crate) resource: ResourceId,
+    /// `kind` and `apiVersion` of bookmark objects.
+    pub(crate) kind: &'static str,
+    pub(crate) api_version: &'static str,
+    /// How frames are encoded; `None` sends the stored frames as they are.
+    pub(crate) encode: Option<FrameFn>,
     pub(crate) namespace: Option<String>,
     pub(crate) labels: LabelSelector,
     pub(crate) fields: FieldSelector,
@@ -39,7 +49,33 @@ pub(crate) struct WatchSpec {
     pub(crate) bookmark_interval: Duration,
 }
 
+impl std::fmt::Debug for WatchSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WatchSpec")
+            .field("resource", &self.resource)
+            .field("namespace", &self.namespace)
+            .field("start", &self.start)
+            .finish_non_exhaustive()
+    }
+}
+
 impl WatchSpec {
+    /// The frame of `object` as an event of type `kind`.
+    fn encode(&self, kind: EventType, object: &Stored) -> Bytes {
+        match &self.encode {
+            Some(f) => f(kind, object),
+            None => event_frame(kind, object),
+        }
+    }
+
+    /// The stored frame of `event`, or its re-encoding.
+    fn event_frame(&self, event: &Event) -> Bytes {
+        match &self.encode {
+            Some(f) => f(event.kind, &event.object),
+            None => event.frame.clone(),
+        }
+    }
+
     fn selects(&self, obj: &Stored) -> bool {
         if let Some(ns) = &self.namespace
             && *obj.summary.namespace != **ns
@@ -67,17 +103,17 @@ impl WatchSpec {
         }
         let obj = &event.object;
         if self.unfiltered() {
-            return Some(event.frame.clone());
+            return Some(self.event_frame(event));
         }
         let now = self.selects(obj);
         match event.kind {
-            EventType::Added | EventType::Deleted => now.then(|| event.frame.clone()),
+            EventType::Added | EventType::Deleted => now.then(|| self.event_frame(event)),
             EventType::Modified => {
                 let before = event.prev.as_ref().is_some_and(|p| self.selects(p));
                 match (before, now) {
-                    (true, true) => Some(event.frame.clone()),
-                    (false, true) => Some(event_frame(EventType::Added, &event.object)),
-                    (true, false) => Some(event_frame(EventType::Deleted, &event.object)),
+                    (true, true) => Some(self.event_frame(event)),
+                    (false, true) => Some(self.encode(EventType::Added, &event.object)),
+                    (true, false) => Some(self.encode(EventType::Deleted, &event.object)),
                     (false, false) => None,
                 }
             }
@@ -85,12 +121,11 @@ impl WatchSpec {
     }
 
     fn bookmark(&self, rv: u64, initial_end: bool) -> Bytes {
-        let def = &RESOURCES[self.resource];
         let mut meta = json!({"resourceVersion": rv.to_string()});
         if initial_end {
             meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
-        let obj = json!({"kind": def.kind, "apiVersion": def.api_version, "metadata": meta});
+        let obj = json!({"kind": self.kind, "apiVersion": self.api_version, "metadata": meta});
         let mut line = json!({"type": "BOOKMARK", "object": obj}).to_string();
         line.push('\n');
         Bytes::from(line)
@@ -143,7 +178,7 @@ pub(crate) fn watch(api: Arc<Api>, spec: WatchSpec) -> BoxStream<'static, Bytes>
                 items
                     .iter()
                     .filter(|s| spec.selects(s))
-                    .map(|s: &Arc<Stored>| event_frame(EventType::Added, s)),
+                    .map(|s: &Arc<Stored>| spec.encode(EventType::Added, s)),
             );
             if end_marker {
                 pending.push_back(spec.bookmark(rv, true));

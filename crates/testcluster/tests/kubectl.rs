@@ -7,8 +7,8 @@
 
 use std::{
     io::{BufRead, BufReader},
-    path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
+    path::Path,
+    process::{Command, Stdio},
     sync::mpsc,
     thread,
     time::{Duration, Instant},
@@ -16,78 +16,8 @@ use std::{
 
 use serde_json::Value;
 
-const GUARD: Duration = Duration::from_secs(60);
-
-/// Kills (and reaps) a child process when dropped, so a failing assertion
-/// never leaves a server or a `kubectl -w` running.
-struct ChildGuard(Child);
-
-impl Drop for ChildGuard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn kubectl_binary() -> PathBuf {
-    let default = PathBuf::from("/usr/bin/kubectl");
-    if default.exists() {
-        return default;
-    }
-    std::env::var_os("PATH")
-        .and_then(|paths| {
-            std::env::split_paths(&paths)
-                .map(|p| p.join("kubectl"))
-                .find(|p| p.exists())
-        })
-        .unwrap_or_else(|| {
-            panic!(
-                "kubectl is not installed (looked at /usr/bin/kubectl and on PATH); \
-                 this test drives the testcluster binary with stock kubectl, install it to run it"
-            )
-        })
-}
-
-struct Kubectl {
-    bin: PathBuf,
-    kubeconfig: PathBuf,
-}
-
-impl Kubectl {
-    fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(&self.bin);
-        c.arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .arg("--request-timeout=30s")
-            .args(args);
-        c
-    }
-
-    /// Run kubectl, returning stdout; panics with stderr on failure.
-    fn run(&self, args: &[&str]) -> String {
-        let out = self.command(args).output().unwrap();
-        assert!(
-            out.status.success(),
-            "kubectl {args:?} failed: {}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    }
-
-    /// Run kubectl expecting failure; returns stderr.
-    fn fail(&self, args: &[&str]) -> String {
-        let out = self.command(args).output().unwrap();
-        assert!(!out.status.success(), "kubectl {args:?} should fail");
-        String::from_utf8(out.stderr).unwrap()
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let mut all = args.to_vec();
-        all.extend(["-o", "json"]);
-        serde_json::from_str(&self.run(&all)).unwrap()
-    }
-}
+mod common;
+use common::kubectl::{ChildGuard, GUARD, Kubectl, kubectl_binary};
 
 /// Start the binary and wait for its `ready` line.
 fn start_cluster(kubeconfig: &Path) -> (ChildGuard, String) {

@@ -43,11 +43,11 @@ async fn strategic_merge_for_metadata_lists() {
     p.metadata.finalizers = Some(vec!["example.com/a".into()]);
     p.metadata.owner_references = Some(vec![
         serde_json::from_value(
-            json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "o1", "uid": "uid-1"}),
+            json!({"apiVersion": "example.com/v1", "kind": "Thing", "name": "o1", "uid": "uid-1"}),
         )
         .unwrap(),
         serde_json::from_value(
-            json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "o2", "uid": "uid-2"}),
+            json!({"apiVersion": "example.com/v1", "kind": "Thing", "name": "o2", "uid": "uid-2"}),
         )
         .unwrap(),
     ]);
@@ -58,20 +58,22 @@ async fn strategic_merge_for_metadata_lists() {
         "labels": {"l": "v"},
         "ownerReferences": [
             {"uid": "uid-1", "$patch": "delete"},
-            {"apiVersion": "v1", "kind": "ConfigMap", "name": "o3", "uid": "uid-3"}
+            {"apiVersion": "example.com/v1", "kind": "Thing", "name": "o3", "uid": "uid-3"}
         ]
     }}));
     let p = pods
         .patch("a", &PatchParams::default(), &patch)
         .await
         .unwrap();
+    // Elements a patch adds come first, as kube-apiserver orders merged
+    // lists (apimachinery's normalizeElementOrder).
     assert_eq!(
         p.finalizers(),
-        ["example.com/a", "example.com/b"],
+        ["example.com/b", "example.com/a"],
         "finalizers merge as a set"
     );
     let uids: Vec<_> = p.owner_references().iter().map(|r| r.uid.clone()).collect();
-    assert_eq!(uids, ["uid-2", "uid-3"], "ownerReferences merge by uid");
+    assert_eq!(uids, ["uid-3", "uid-2"], "ownerReferences merge by uid");
     assert_eq!(p.labels().get("l").map(String::as_str), Some("v"));
 
     let remove = Patch::Strategic(
@@ -179,4 +181,54 @@ async fn unknown_patch_type_is_415() {
         .unwrap();
     let err = api_error(client.request_text(req).await);
     assert_eq!(err.code, 415);
+}
+
+/// The conformance case "Replace and Patch tests" (ReplicaSet): after a
+/// strategic-merge patch adding a container, the new one is first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn strategic_merge_puts_added_list_elements_first() {
+    let cluster = common::start().await;
+    let client = cluster.client();
+    let rss = Api::<k8s_openapi::api::apps::v1::ReplicaSet>::namespaced(client.clone(), "default");
+    rss.create(&PostParams::default(), &common::replicaset("web", 1))
+        .await
+        .unwrap();
+    let patch = Patch::Strategic(json!({"spec": {"replicas": 2, "template": {"spec": {
+        "terminationGracePeriodSeconds": 0,
+        "containers": [{"name": "patched", "image": "busybox:1.36"}]}}}}));
+    let rs = rss
+        .patch("web", &PatchParams::default(), &patch)
+        .await
+        .unwrap();
+    let rs = serde_json::to_value(&rs).unwrap();
+    let names: Vec<_> = rs["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["patched", "c"]);
+
+    // kubectl patch (strategic by default) sees the same order.
+    let dir = tempfile::tempdir().unwrap();
+    let k = common::kubectl::Kubectl::for_cluster(&cluster, dir.path());
+    k.run_async(&[
+        "patch",
+        "rs",
+        "web",
+        "-p",
+        r#"{"spec":{"template":{"spec":{"containers":[{"name":"third","image":"busybox"}]}}}}"#,
+    ])
+    .await;
+    let names = k
+        .run_async(&[
+            "get",
+            "rs",
+            "web",
+            "-o",
+            "jsonpath={.spec.template.spec.containers[*].name}",
+        ])
+        .await;
+    assert_eq!(names, "third patched c");
+    cluster.shutdown().await;
 }

@@ -39,6 +39,11 @@ struct Args {
     #[arg(long)]
     no_kubelet: bool,
 
+    /// Leave `metadata.managedFields` out of objects (kept by default, as
+    /// kube-apiserver does).
+    #[arg(long)]
+    no_managed_fields: bool,
+
     /// Number of simulated nodes, named node-1, node-2, ...
     #[arg(long, value_name = "N", default_value_t = 1)]
     nodes: usize,
@@ -177,7 +182,8 @@ impl Args {
         let mut config = TestClusterConfig::default()
             .with_watch_history(self.watch_history)
             .with_seed(self.seed)
-            .with_faults(faults);
+            .with_faults(faults)
+            .with_managed_fields(!self.no_managed_fields);
         if let Some(port) = self.port {
             config = config.with_port(port);
         }

@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code, clippy::unwrap_used)]
 
+pub(crate) mod kubectl;
+
 use ctrlkit_testcluster::{TestCluster, TestClusterConfig};
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
