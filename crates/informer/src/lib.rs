@@ -178,22 +178,32 @@
 //! ```
 
 mod controller_ref;
+mod decode;
 mod error;
 mod factory;
 mod handler;
+mod health;
 mod index;
 mod informer;
 mod key;
+mod list_watch;
 mod orphan_label;
+#[cfg(feature = "prometheus")]
+#[cfg_attr(docsrs, doc(cfg(feature = "prometheus")))]
+mod prometheus;
 mod resource_version;
 mod scope;
 mod store;
 mod transform;
 
 pub use controller_ref::{controller_ref, is_controlled_by, is_orphan};
+pub use decode::{MaybeDecoded, UndecodableObject};
 pub use error::InformerError;
 pub use factory::SharedInformerFactory;
 pub use handler::{DeletedFinalStateUnknown, DeletedObject, EventHandler, HandlerFns, HandlerId};
+pub use health::{
+    DEFAULT_WATCH_HEALTH_BOUND, DEFAULT_WATCH_TIMEOUT, InformerStats, Unhealthy,
+};
 pub use index::{
     BY_CONTROLLER_UID, BY_NAMESPACE, IndexFn, controller_index_key, index_by_controller_uid,
     index_by_namespace, orphan_index_key,
@@ -201,6 +211,8 @@ pub use index::{
 pub use informer::{Informer, InformerBuilder};
 pub use key::{ObjectKey, ParseKeyError};
 pub use orphan_label::{BY_ORPHAN_LABEL, index_orphans_by_label, orphan_label_index_key};
+#[cfg(feature = "prometheus")]
+pub use prometheus::{DECODE_ERRORS_METRIC, InformerCollector, SILENCE_METRIC};
 pub use resource_version::{CompareError, compare_resource_versions};
 pub use scope::ObjectScope;
 pub use store::Store;
