@@ -504,28 +504,28 @@ where
                 self.inner.store.write().apply(obj, &mut notes);
             }
             Event::Apply(MaybeDecoded::Undecodable(bad)) => {
-                if let Some(key) = bad.key() {
-                    let uid = bad.metadata().uid.as_deref();
+                let (key, uid) = (bad.key(), bad.metadata().uid.clone());
+                self.report_undecodable(bad, &mut notes);
+                if let Some(key) = key {
                     self.inner
                         .store
                         .write()
-                        .apply_undecodable(&key, uid, &mut notes);
+                        .apply_undecodable(&key, uid.as_deref(), &mut notes);
                 }
-                self.report_undecodable(bad, &mut notes);
             }
             Event::Delete(MaybeDecoded::Decoded(obj)) => {
                 let obj = Arc::new(transformed(dispatch.transform.as_ref(), obj));
                 self.inner.store.write().delete(obj, &mut notes);
             }
             Event::Delete(MaybeDecoded::Undecodable(bad)) => {
-                if let Some(key) = bad.key() {
-                    let rv = bad.resource_version();
+                let (key, rv) = (bad.key(), bad.resource_version().map(str::to_owned));
+                self.report_undecodable(bad, &mut notes);
+                if let Some(key) = key {
                     self.inner
                         .store
                         .write()
-                        .delete_undecodable(&key, rv, &mut notes);
+                        .delete_undecodable(&key, rv.as_deref(), &mut notes);
                 }
-                self.report_undecodable(bad, &mut notes);
             }
         }
         self.notify(&notes);

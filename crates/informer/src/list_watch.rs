@@ -483,3 +483,319 @@ pub(crate) fn is_too_large_resource_version(status: &Status) -> bool {
     let timeout = status.code == 504 || status.reason == "Timeout";
     timeout && (causes.clone().any(|c| c.message == MESSAGE) || status.message.contains(MESSAGE))
 }
+
+#[cfg(test)]
+mod tests {
+    //! The loop against a scripted API server: list bodies and watch lines
+    //! as JSON text, so the informer's own decoding runs.
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::decode::UndecodableObject;
+    use crate::{DeletedObject, EventHandler, Informer};
+    use futures::future;
+    use k8s_openapi::api::apps::v1::ReplicaSet;
+    use parking_lot::Mutex;
+    use tokio_util::sync::CancellationToken;
+
+    /// One scripted watch request.
+    enum WatchScript {
+        /// The request fails.
+        Fail(kube::Error),
+        /// The server sends these lines (each after a delay), then keeps
+        /// the connection open without a word.
+        Lines(Vec<(Duration, String)>),
+    }
+
+    #[derive(Default)]
+    struct Script {
+        lists: Mutex<VecDeque<String>>,
+        watches: Mutex<VecDeque<WatchScript>>,
+        calls: Arc<Mutex<Vec<String>>>,
+    }
+
+    impl ListWatch<ReplicaSet> for Script {
+        fn list(
+            &self,
+            params: &ListParams,
+        ) -> BoxFuture<'static, Result<Page<ReplicaSet>, kube::Error>> {
+            self.calls.lock().push(format!(
+                "list{}",
+                params
+                    .continue_token
+                    .as_deref()
+                    .map(|c| format!(" continue={c}"))
+                    .unwrap_or_default()
+            ));
+            match self.lists.lock().pop_front() {
+                Some(body) => Box::pin(async move {
+                    decode_list::<ReplicaSet>(&body).map_err(kube::Error::SerdeError)
+                }),
+                None => Box::pin(future::pending()),
+            }
+        }
+
+        fn watch(
+            &self,
+            _params: &WatchParams,
+            resource_version: &str,
+        ) -> BoxFuture<'static, Result<WatchLines<ReplicaSet>, kube::Error>> {
+            self.calls.lock().push(format!("watch {resource_version}"));
+            match self.watches.lock().pop_front() {
+                Some(WatchScript::Fail(error)) => Box::pin(async move { Err(error) }),
+                Some(WatchScript::Lines(lines)) => Box::pin(async move {
+                    let events = futures::stream::iter(lines).then(|(delay, line)| async move {
+                        tokio::time::sleep(delay).await;
+                        decode_watch_line::<ReplicaSet>(&line)
+                    });
+                    let events = events.filter_map(|event| async move { event.transpose() });
+                    Ok(events.chain(futures::stream::pending()).boxed())
+                }),
+                None => Box::pin(future::pending()),
+            }
+        }
+    }
+
+    fn rs(name: &str, rv: &str, replicas: &str) -> String {
+        format!(
+            r#"{{"apiVersion":"apps/v1","kind":"ReplicaSet","metadata":{{"namespace":"ns","name":"{name}","uid":"u-{name}","resourceVersion":"{rv}"}},"spec":{{"replicas":{replicas},"selector":{{}}}}}}"#
+        )
+    }
+
+    fn list(rv: &str, items: &[String]) -> String {
+        format!(
+            r#"{{"kind":"ReplicaSetList","apiVersion":"apps/v1","metadata":{{"resourceVersion":"{rv}"}},"items":[{}]}}"#,
+            items.join(",")
+        )
+    }
+
+    fn event(kind: &str, object: &str) -> (Duration, String) {
+        (Duration::ZERO, format!(r#"{{"type":"{kind}","object":{object}}}"#))
+    }
+
+    fn error_event(status: &str) -> (Duration, String) {
+        (Duration::ZERO, format!(r#"{{"type":"ERROR","object":{status}}}"#))
+    }
+
+    /// kube-apiserver's answer to a watch from a version it has not
+    /// reached (`storage.NewTooLargeResourceVersionError`).
+    const TOO_LARGE: &str = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Too large resource version: 900, current: 6","reason":"Timeout","details":{"causes":[{"reason":"ResourceVersionTooLarge","message":"Too large resource version"}],"retryAfterSeconds":1},"code":504}"#;
+    const GONE: &str = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 1 (3)","reason":"Expired","code":410}"#;
+
+    /// Records what handlers are told, as short strings.
+    #[derive(Clone, Default)]
+    struct Log(Arc<Mutex<Vec<String>>>);
+
+    fn desc(rs: &ReplicaSet) -> String {
+        format!(
+            "{}@{}",
+            rs.metadata.name.as_deref().unwrap_or(""),
+            rs.metadata.resource_version.as_deref().unwrap_or("")
+        )
+    }
+
+    impl EventHandler<ReplicaSet> for Log {
+        fn on_add(&self, obj: &Arc<ReplicaSet>, initial: bool) {
+            self.0.lock().push(format!("add {} initial={initial}", desc(obj)));
+        }
+        fn on_update(&self, old: &Arc<ReplicaSet>, new: &Arc<ReplicaSet>) {
+            self.0.lock().push(format!("update {} -> {}", desc(old), desc(new)));
+        }
+        fn on_delete(&self, obj: &DeletedObject<ReplicaSet>) {
+            self.0.lock().push(format!(
+                "delete {} tombstone={}",
+                desc(obj.object()),
+                obj.is_tombstone()
+            ));
+        }
+        fn on_undecodable(&self, obj: &UndecodableObject) {
+            self.0.lock().push(format!(
+                "undecodable {}@{}",
+                obj.key().unwrap(),
+                obj.resource_version().unwrap_or("")
+            ));
+        }
+    }
+
+    impl Log {
+        fn take(&self) -> Vec<String> {
+            std::mem::take(&mut *self.0.lock())
+        }
+    }
+
+    fn running(script: Script, config: watcher::Config) -> (Informer<ReplicaSet>, Log, CancellationToken) {
+        let log = Log::default();
+        let informer = Informer::with_source(Arc::new(script), "replicasets.apps".into())
+            .watcher_config(config)
+            .handler(log.clone())
+            .build();
+        let cancel = CancellationToken::new();
+        informer.start(cancel.clone()).unwrap();
+        (informer, log, cancel)
+    }
+
+    /// Lets the informer's task run until `done` holds (no clock moves).
+    async fn until(what: &str, done: impl Fn() -> bool) {
+        for _ in 0..10_000 {
+            if done() {
+                return;
+            }
+            tokio::task::yield_now().await;
+        }
+        panic!("never happened: {what}");
+    }
+
+    fn cached(informer: &Informer<ReplicaSet>) -> Vec<String> {
+        let mut all: Vec<_> = informer.store().list().iter().map(|o| desc(o)).collect();
+        all.sort();
+        all
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn undecodable_objects_are_skipped_reported_and_picked_up_when_decodable() {
+        let script = Script::default();
+        script.lists.lock().extend([
+            list("3", &[rs("a", "1", "1"), rs("big", "2", "2147483648"), rs("c", "3", "1")]),
+            // The relist after 410: "a" is undecodable again, "c" is gone.
+            list("9", &[rs("a", "5", "2147483648"), rs("big", "4", "2")]),
+        ]);
+        script.watches.lock().push_back(WatchScript::Lines(vec![
+            event("MODIFIED", &rs("big", "4", "2")),
+            event("MODIFIED", &rs("a", "5", "2147483648")),
+            event("DELETED", &rs("c", "6", "2147483648")),
+            error_event(GONE),
+        ]));
+        let calls = script.calls.clone();
+        let (informer, log, _cancel) = running(script, watcher::Config::default().timeout(0));
+
+        until("watch events applied", || informer.stats().decode_errors == 3).await;
+        for _ in 0..3 {
+            tokio::time::advance(Duration::from_secs(5)).await; // the backoff after the 410
+            tokio::task::yield_now().await;
+        }
+        until("relist applied", || informer.stats().decode_errors == 4).await;
+        let mut seen = log.take();
+        seen[..3].sort(); // the order within one list is unspecified
+        assert_eq!(
+            seen,
+            [
+                // The list syncs without the object it cannot decode.
+                "add a@1 initial=true",
+                "add c@3 initial=true",
+                "undecodable ns/big@2",
+                // Decodable now: it enters the cache.
+                "add big@4 initial=false",
+                // An undecodable update keeps the last good version...
+                "undecodable ns/a@5",
+                // ...an undecodable delete still deletes.
+                "undecodable ns/c@6",
+                "delete c@3 tombstone=true",
+                // The relist does not mistake "a" for a deleted object.
+                "undecodable ns/a@5",
+            ]
+        );
+        assert!(informer.has_synced());
+        assert_eq!(cached(&informer), ["a@1", "big@4"]);
+        assert_eq!(*calls.lock(), ["list", "watch 3", "list", "watch 9"]);
+        assert_eq!(informer.stats().decode_errors, 4);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn too_large_resource_version_relists_from_scratch() {
+        let too_large: Status = serde_json::from_str(TOO_LARGE).unwrap();
+        let script = Script::default();
+        script.lists.lock().extend([
+            list("900", &[rs("x", "900", "1")]),
+            // The server came back on fresh storage: lower versions.
+            list("6", &[rs("x", "5", "1"), rs("y", "6", "1")]),
+            list("7", &[rs("x", "5", "1"), rs("y", "6", "1"), rs("z", "7", "1")]),
+        ]);
+        script.watches.lock().extend([
+            // Refused when the watch is opened...
+            WatchScript::Fail(kube::Error::Api(too_large.boxed())),
+            // ...or sent as an ERROR event on an open watch.
+            WatchScript::Lines(vec![error_event(TOO_LARGE)]),
+        ]);
+        let calls = script.calls.clone();
+        let (informer, log, _cancel) = running(script, watcher::Config::default().timeout(0));
+
+        until("synced", || informer.has_synced()).await;
+        assert_eq!(informer.last_sync_resource_version().as_deref(), Some("900"));
+        for _ in 0..4 {
+            tokio::time::advance(Duration::from_secs(5)).await; // backoffs
+            tokio::task::yield_now().await;
+        }
+        until("relisted twice", || calls.lock().len() == 6).await;
+        assert_eq!(
+            *calls.lock(),
+            ["list", "watch 900", "list", "watch 6", "list", "watch 7"]
+        );
+        let mut seen = log.take();
+        seen[3..].sort();
+        assert_eq!(
+            seen,
+            [
+                "add x@900 initial=true",
+                "update x@900 -> x@5",
+                "add y@6 initial=false",
+                "add z@7 initial=false",
+            ]
+        );
+        assert_eq!(cached(&informer), ["x@5", "y@6", "z@7"]);
+        // The observed version starts over with the new server's history,
+        // so read-own-writes checks do not trust versions from the old one.
+        assert_eq!(informer.last_sync_resource_version().as_deref(), Some("7"));
+        assert_eq!(informer.store().has_observed_resource_version("8"), Ok(false));
+    }
+
+    #[test]
+    fn too_large_resource_version_is_recognised_as_client_go_does() {
+        let status: Status = serde_json::from_str(TOO_LARGE).unwrap();
+        assert!(is_too_large_resource_version(&status));
+        assert_eq!(restart_for(&status), Some(true));
+        // Servers before 1.18.6: only the message says it.
+        let mut old = status.clone();
+        old.details = None;
+        assert!(is_too_large_resource_version(&old));
+        let gone: Status = serde_json::from_str(GONE).unwrap();
+        assert!(!is_too_large_resource_version(&gone));
+        assert_eq!(restart_for(&gone), Some(false));
+        let mut other = status;
+        other.details = None;
+        other.message = "request timed out".into();
+        assert_eq!(restart_for(&other), None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn health_fails_after_the_bound_without_a_response_and_recovers_on_a_bookmark() {
+        let bound = Duration::from_secs(60);
+        let bookmark = r#"{"kind":"ReplicaSet","apiVersion":"apps/v1","metadata":{"resourceVersion":"3"}}"#;
+        let script = Script::default();
+        script.lists.lock().push_back(list("3", &[rs("a", "1", "1")]));
+        script.watches.lock().push_back(WatchScript::Lines(vec![(
+            Duration::from_secs(100),
+            format!(r#"{{"type":"BOOKMARK","object":{bookmark}}}"#),
+        )]));
+        let (informer, _log, cancel) = running(script, watcher::Config::default().timeout(0));
+        until("synced", || informer.has_synced()).await;
+        assert!(informer.health(bound).is_ok());
+
+        tokio::time::advance(Duration::from_secs(60)).await;
+        assert!(informer.health(bound).is_ok(), "exactly at the bound");
+        tokio::time::advance(Duration::from_secs(1)).await;
+        let unhealthy = informer.health(bound).unwrap_err();
+        assert_eq!(unhealthy.resource, "replicasets.apps");
+        assert_eq!(unhealthy.silent_for, Duration::from_secs(61));
+
+        // The bookmark 100 s into the watch is a response.
+        tokio::time::advance(Duration::from_secs(39)).await;
+        until("bookmark seen", || informer.health(bound).is_ok()).await;
+        assert_eq!(informer.stats().silent_for, Some(Duration::ZERO));
+
+        // A stopped informer is not unhealthy; it is stopped.
+        cancel.cancel();
+        until("stopped", || informer.stats().silent_for.is_none()).await;
+        tokio::time::advance(Duration::from_secs(3600)).await;
+        assert!(informer.health(bound).is_ok());
+    }
+}
