@@ -37,7 +37,8 @@ pub const SILENCE_METRIC: &str = "informer_seconds_since_last_response";
 /// use k8s_openapi::api::core::v1::Pod;
 /// use prometheus_client::registry::Registry;
 ///
-/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let client = kube::Client::try_from(kube::Config::new("http://127.0.0.1:1".parse()?))?;
 /// let factory = Arc::new(SharedInformerFactory::new(client));
 /// let _pods = factory.all::<Pod>(Default::default());
