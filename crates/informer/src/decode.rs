@@ -148,12 +148,16 @@ fn metadata_of(json: &str) -> ObjectMeta {
         .unwrap_or_default()
 }
 
-/// One page of a list response.
+/// One page of a list response, decoded by [`decode_list`].
 #[derive(Debug)]
-pub(crate) struct Page<K> {
-    pub(crate) resource_version: Option<String>,
-    pub(crate) continue_token: Option<String>,
-    pub(crate) items: Vec<MaybeDecoded<K>>,
+#[non_exhaustive]
+pub struct ListPage<K> {
+    /// The list's resourceVersion, if not empty.
+    pub resource_version: Option<String>,
+    /// The token for the next page, if any.
+    pub continue_token: Option<String>,
+    /// The objects, each decoded on its own.
+    pub items: Vec<MaybeDecoded<K>>,
 }
 
 /// A list response body. (kube's `ObjectList` flattens its type fields,
@@ -175,10 +179,14 @@ where
     Ok(Option::<Vec<T>>::deserialize(deserializer)?.unwrap_or_default())
 }
 
-/// Decodes a list response body; an item that does not decode into `K`
-/// becomes [`MaybeDecoded::Undecodable`]. Fails only if the body is not a
-/// list at all.
-pub(crate) fn decode_list<K: DeserializeOwned>(body: &str) -> Result<Page<K>, serde_json::Error> {
+/// Decodes a list response body as the informer does: an item that does not
+/// decode into `K` becomes [`MaybeDecoded::Undecodable`]. Fails only if the
+/// body is not a list at all.
+///
+/// When every item decodes, this is one pass over the body (kube's
+/// `ObjectList` buffers the body first, for its flattened type fields);
+/// otherwise the body is read a second time, item by item.
+pub fn decode_list<K: DeserializeOwned>(body: &str) -> Result<ListPage<K>, serde_json::Error> {
     let (metadata, items) = match serde_json::from_str::<ListBody<K>>(body) {
         Ok(list) => (
             list.metadata,
@@ -196,7 +204,7 @@ pub(crate) fn decode_list<K: DeserializeOwned>(body: &str) -> Result<Page<K>, se
             Err(_) => return Err(error),
         },
     };
-    Ok(Page {
+    Ok(ListPage {
         resource_version: metadata.resource_version.filter(|rv| !rv.is_empty()),
         continue_token: metadata.continue_.filter(|c| !c.is_empty()),
         items,
@@ -213,13 +221,15 @@ struct RawWatchEvent<'a> {
     object: &'a RawValue,
 }
 
-/// Decodes one line of a watch response.
+/// Decodes one line of a watch response as the informer does.
 ///
-/// `Ok(None)` for a blank line. An object that does not decode into `K`
+/// When the object decodes into `K` this costs what decoding a
+/// `WatchEvent<K>` costs; otherwise the line is read again with the
+/// object kept raw and decoded on its own. `Ok(None)` for a blank line. An object that does not decode into `K`
 /// becomes [`MaybeDecoded::Undecodable`]; a line that is not a watch event
 /// at all is an error (a [`Status`](kube::core::Status) line is the API's
 /// error, anything else a decoding error).
-pub(crate) fn decode_watch_line<K: DeserializeOwned>(
+pub fn decode_watch_line<K: DeserializeOwned>(
     line: &str,
 ) -> Result<Option<WatchEvent<MaybeDecoded<K>>>, kube::Error> {
     if line.trim().is_empty() {

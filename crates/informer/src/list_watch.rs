@@ -35,7 +35,7 @@ use kube::runtime::watcher::{self, Event, InitialListStrategy, ListSemantic};
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 
-use crate::decode::{MaybeDecoded, Page, decode_list, decode_watch_line};
+use crate::decode::{ListPage as Page, MaybeDecoded, decode_list, decode_watch_line};
 use crate::health::{DEFAULT_WATCH_TIMEOUT, WATCH_IDLE_MARGIN};
 
 /// What the loop hands to the informer.

@@ -267,13 +267,16 @@ impl<K: Resource> Store<K> {
     /// cache has applied (added, updated, deleted or listed). A version that
     /// is not a decimal integer replaces it unconditionally.
     ///
-    /// Limits: kube-runtime's watcher consumes watch bookmarks and list
-    /// resourceVersions internally and does not pass them on, so this value
-    /// advances only when an object this informer watches changes. During
-    /// quiet periods it lags the server's version, and writes to objects
-    /// outside the informer's selectors are never reflected. It only moves
-    /// forward, and a version is reported only once the store contents
-    /// reflect it (objects of an in-progress relist count once it completes).
+    /// Limits: watch bookmarks and list resourceVersions do not count, so
+    /// this value advances only when an object this informer watches
+    /// changes. During quiet periods it lags the server's version, and
+    /// writes to objects outside the informer's selectors are never
+    /// reflected. A version is reported only once the store contents
+    /// reflect it (objects of an in-progress relist count once it
+    /// completes; an object that could not be decoded does not count). It
+    /// only moves forward, except when the server's versions went backwards
+    /// ("Too large resource version"): the relist that follows starts it
+    /// over from the listed objects.
     pub fn last_sync_resource_version(&self) -> Option<String> {
         self.shared
             .state
