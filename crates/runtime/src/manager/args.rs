@@ -132,6 +132,7 @@ impl ManagerArgs {
             }),
             metrics_addr: self.metrics_addr.0,
             health_addr: self.health_addr.0,
+            watch_health_bound: Some(ctrlkit_informer::DEFAULT_WATCH_HEALTH_BOUND),
             shutdown_grace_period: self.shutdown_grace_period,
             ready_when_standby: self.ready_when_standby,
         }
