@@ -11,8 +11,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, ObjectMeta};
-use kube::core::{Status, WatchEvent};
 use kube::Resource;
+use kube::core::{Status, WatchEvent};
 use kube::runtime::watcher::Event;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
@@ -292,7 +292,9 @@ mod tests {
         items
             .iter()
             .map(|i| match i {
-                MaybeDecoded::Decoded(o) => format!("ok {}", o.meta().name.as_deref().unwrap_or("")),
+                MaybeDecoded::Decoded(o) => {
+                    format!("ok {}", o.meta().name.as_deref().unwrap_or(""))
+                }
                 MaybeDecoded::Undecodable(u) => format!("bad {}", u.key().unwrap()),
             })
             .collect()
@@ -324,8 +326,9 @@ mod tests {
 
     #[test]
     fn null_items_and_malformed_bodies() {
-        let page = decode_list::<ReplicaSet>(r#"{"metadata":{"resourceVersion":"3"},"items":null}"#)
-            .unwrap();
+        let page =
+            decode_list::<ReplicaSet>(r#"{"metadata":{"resourceVersion":"3"},"items":null}"#)
+                .unwrap();
         assert!(page.items.is_empty());
         assert!(decode_list::<ReplicaSet>("not json").is_err());
         assert!(decode_list::<ReplicaSet>(r#"{"items":[1,"#).is_err());
@@ -339,7 +342,10 @@ mod tests {
             Ok(Some(WatchEvent::Added(MaybeDecoded::Decoded(_))))
         ));
         // Object first, type last: still understood when the object is bad.
-        let bad = format!(r#"{{"object":{},"type":"MODIFIED"}}"#, rs("big", "2147483648"));
+        let bad = format!(
+            r#"{{"object":{},"type":"MODIFIED"}}"#,
+            rs("big", "2147483648")
+        );
         match decode_watch_line::<ReplicaSet>(&bad) {
             Ok(Some(WatchEvent::Modified(MaybeDecoded::Undecodable(u)))) => {
                 assert_eq!(u.key().unwrap().to_string(), "ns/big")
@@ -370,6 +376,9 @@ mod tests {
             panic!("decoded")
         };
         assert_eq!(u.key(), None);
-        assert!(u.to_string().starts_with("an object without a readable name cannot be decoded"));
+        assert!(
+            u.to_string()
+                .starts_with("an object without a readable name cannot be decoded")
+        );
     }
 }

@@ -156,7 +156,10 @@ impl<K> HandlerFns<K> {
     }
 
     /// Sets the [`EventHandler::on_undecodable`] callback.
-    pub fn on_undecodable(mut self, f: impl Fn(&UndecodableObject) + Send + Sync + 'static) -> Self {
+    pub fn on_undecodable(
+        mut self,
+        f: impl Fn(&UndecodableObject) + Send + Sync + 'static,
+    ) -> Self {
         self.undecodable = Some(Box::new(f));
         self
     }

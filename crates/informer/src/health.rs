@@ -138,12 +138,14 @@ impl Health {
     /// `bound`; logs the first failed check of an episode and the recovery.
     pub(crate) fn check(&self, resource: &str, bound: Duration) -> Result<(), Unhealthy> {
         let silent_for = self.silent_for();
-        let unhealthy = silent_for.filter(|s| *s > bound).map(|silent_for| Unhealthy {
-            resource: resource.to_owned(),
-            silent_for,
-            bound,
-            last_error: self.state.lock().last_error.clone(),
-        });
+        let unhealthy = silent_for
+            .filter(|s| *s > bound)
+            .map(|silent_for| Unhealthy {
+                resource: resource.to_owned(),
+                silent_for,
+                bound,
+                last_error: self.state.lock().last_error.clone(),
+            });
         let was_reported = self.reported.swap(unhealthy.is_some(), Ordering::Relaxed);
         match unhealthy {
             Some(unhealthy) => {
@@ -152,7 +154,10 @@ impl Health {
                         resource,
                         silent_secs = unhealthy.silent_for.as_secs(),
                         bound_secs = bound.as_secs(),
-                        last_error = unhealthy.last_error.as_ref().map(|e| tracing::field::display(e)),
+                        last_error = unhealthy
+                            .last_error
+                            .as_ref()
+                            .map(|e| tracing::field::display(e)),
                         "informer has had no successful list or watch response within the bound; not ready"
                     );
                 }
@@ -213,7 +218,13 @@ mod tests {
         health.responded();
         assert!(health.check("pods", bound).is_ok());
         tokio::time::advance(Duration::from_secs(11)).await;
-        assert!(health.check("pods", bound).unwrap_err().last_error.is_none());
+        assert!(
+            health
+                .check("pods", bound)
+                .unwrap_err()
+                .last_error
+                .is_none()
+        );
         health.stopped();
         assert!(health.check("pods", bound).is_ok());
     }

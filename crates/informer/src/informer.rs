@@ -224,7 +224,10 @@ where
     }
 
     /// An informer builder listing and watching `source`.
-    pub(crate) fn with_source(source: Arc<dyn ListWatch<K>>, resource: String) -> InformerBuilder<K> {
+    pub(crate) fn with_source(
+        source: Arc<dyn ListWatch<K>>,
+        resource: String,
+    ) -> InformerBuilder<K> {
         InformerBuilder {
             source: Some((source, resource)),
             ..Self::manual()

@@ -226,9 +226,7 @@ pub use decode::{ListPage, MaybeDecoded, UndecodableObject, decode_list, decode_
 pub use error::InformerError;
 pub use factory::SharedInformerFactory;
 pub use handler::{DeletedFinalStateUnknown, DeletedObject, EventHandler, HandlerFns, HandlerId};
-pub use health::{
-    DEFAULT_WATCH_HEALTH_BOUND, DEFAULT_WATCH_TIMEOUT, InformerStats, Unhealthy,
-};
+pub use health::{DEFAULT_WATCH_HEALTH_BOUND, DEFAULT_WATCH_TIMEOUT, InformerStats, Unhealthy};
 pub use index::{
     BY_CONTROLLER_UID, BY_NAMESPACE, IndexFn, controller_index_key, index_by_controller_uid,
     index_by_namespace, orphan_index_key,

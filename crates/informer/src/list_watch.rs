@@ -188,10 +188,9 @@ where
     K: Resource + Send + 'static,
 {
     match state {
-        State::Empty { reset: true } => (
-            Some(Ok(Step::VersionsReset)),
-            State::Empty { reset: false },
-        ),
+        State::Empty { reset: true } => {
+            (Some(Ok(Step::VersionsReset)), State::Empty { reset: false })
+        }
         State::Empty { reset: false } => match config.initial_list_strategy {
             InitialListStrategy::ListWatch => (
                 Some(Ok(Step::Event(Event::Init))),
@@ -377,7 +376,12 @@ fn watched<K: Resource>(
     lines: WatchLines<K>,
     failed: bool,
 ) -> (Output<K>, State<K>) {
-    match obj.metadata().resource_version.clone().filter(|rv| !rv.is_empty()) {
+    match obj
+        .metadata()
+        .resource_version
+        .clone()
+        .filter(|rv| !rv.is_empty())
+    {
         Some(resource_version) => (
             Some(Ok(Step::Event(event(obj)))),
             State::Watching {
@@ -415,9 +419,8 @@ async fn next_line<K>(lines: &mut WatchLines<K>, timeout: Option<u32>) -> Line<K
     if timeout == Some(0) {
         return next.await;
     }
-    let server_timeout = timeout.map_or(DEFAULT_WATCH_TIMEOUT, |t| {
-        Duration::from_secs(u64::from(t))
-    });
+    let server_timeout =
+        timeout.map_or(DEFAULT_WATCH_TIMEOUT, |t| Duration::from_secs(u64::from(t)));
     tokio::time::timeout(server_timeout + WATCH_IDLE_MARGIN, next)
         .await
         .unwrap_or(Line::IdleTimeout)
@@ -477,7 +480,10 @@ fn restart_for(status: &Status) -> Option<bool> {
 pub(crate) fn is_too_large_resource_version(status: &Status) -> bool {
     const MESSAGE: &str = "Too large resource version";
     let causes = status.details.iter().flat_map(|d| d.causes.iter());
-    if causes.clone().any(|c| c.reason == "ResourceVersionTooLarge") {
+    if causes
+        .clone()
+        .any(|c| c.reason == "ResourceVersionTooLarge")
+    {
         return true;
     }
     let timeout = status.code == 504 || status.reason == "Timeout";
@@ -570,11 +576,17 @@ mod tests {
     }
 
     fn event(kind: &str, object: &str) -> (Duration, String) {
-        (Duration::ZERO, format!(r#"{{"type":"{kind}","object":{object}}}"#))
+        (
+            Duration::ZERO,
+            format!(r#"{{"type":"{kind}","object":{object}}}"#),
+        )
     }
 
     fn error_event(status: &str) -> (Duration, String) {
-        (Duration::ZERO, format!(r#"{{"type":"ERROR","object":{status}}}"#))
+        (
+            Duration::ZERO,
+            format!(r#"{{"type":"ERROR","object":{status}}}"#),
+        )
     }
 
     /// kube-apiserver's answer to a watch from a version it has not
@@ -596,10 +608,14 @@ mod tests {
 
     impl EventHandler<ReplicaSet> for Log {
         fn on_add(&self, obj: &Arc<ReplicaSet>, initial: bool) {
-            self.0.lock().push(format!("add {} initial={initial}", desc(obj)));
+            self.0
+                .lock()
+                .push(format!("add {} initial={initial}", desc(obj)));
         }
         fn on_update(&self, old: &Arc<ReplicaSet>, new: &Arc<ReplicaSet>) {
-            self.0.lock().push(format!("update {} -> {}", desc(old), desc(new)));
+            self.0
+                .lock()
+                .push(format!("update {} -> {}", desc(old), desc(new)));
         }
         fn on_delete(&self, obj: &DeletedObject<ReplicaSet>) {
             self.0.lock().push(format!(
@@ -623,7 +639,10 @@ mod tests {
         }
     }
 
-    fn running(script: Script, config: watcher::Config) -> (Informer<ReplicaSet>, Log, CancellationToken) {
+    fn running(
+        script: Script,
+        config: watcher::Config,
+    ) -> (Informer<ReplicaSet>, Log, CancellationToken) {
         let log = Log::default();
         let informer = Informer::with_source(Arc::new(script), "replicasets.apps".into())
             .watcher_config(config)
@@ -655,7 +674,14 @@ mod tests {
     async fn undecodable_objects_are_skipped_reported_and_picked_up_when_decodable() {
         let script = Script::default();
         script.lists.lock().extend([
-            list("3", &[rs("a", "1", "1"), rs("big", "2", "2147483648"), rs("c", "3", "1")]),
+            list(
+                "3",
+                &[
+                    rs("a", "1", "1"),
+                    rs("big", "2", "2147483648"),
+                    rs("c", "3", "1"),
+                ],
+            ),
             // The relist after 410: "a" is undecodable again, "c" is gone.
             list("9", &[rs("a", "5", "2147483648"), rs("big", "4", "2")]),
         ]);
@@ -668,7 +694,10 @@ mod tests {
         let calls = script.calls.clone();
         let (informer, log, _cancel) = running(script, watcher::Config::default().timeout(0));
 
-        until("watch events applied", || informer.stats().decode_errors == 3).await;
+        until("watch events applied", || {
+            informer.stats().decode_errors == 3
+        })
+        .await;
         for _ in 0..3 {
             tokio::time::advance(Duration::from_secs(5)).await; // the backoff after the 410
             tokio::task::yield_now().await;
@@ -708,7 +737,10 @@ mod tests {
             list("900", &[rs("x", "900", "1")]),
             // The server came back on fresh storage: lower versions.
             list("6", &[rs("x", "5", "1"), rs("y", "6", "1")]),
-            list("7", &[rs("x", "5", "1"), rs("y", "6", "1"), rs("z", "7", "1")]),
+            list(
+                "7",
+                &[rs("x", "5", "1"), rs("y", "6", "1"), rs("z", "7", "1")],
+            ),
         ]);
         script.watches.lock().extend([
             // Refused when the watch is opened...
@@ -720,7 +752,10 @@ mod tests {
         let (informer, log, _cancel) = running(script, watcher::Config::default().timeout(0));
 
         until("synced", || informer.has_synced()).await;
-        assert_eq!(informer.last_sync_resource_version().as_deref(), Some("900"));
+        assert_eq!(
+            informer.last_sync_resource_version().as_deref(),
+            Some("900")
+        );
         for _ in 0..4 {
             tokio::time::advance(Duration::from_secs(5)).await; // backoffs
             tokio::task::yield_now().await;
@@ -745,7 +780,10 @@ mod tests {
         // The observed version starts over with the new server's history,
         // so read-own-writes checks do not trust versions from the old one.
         assert_eq!(informer.last_sync_resource_version().as_deref(), Some("7"));
-        assert_eq!(informer.store().has_observed_resource_version("8"), Ok(false));
+        assert_eq!(
+            informer.store().has_observed_resource_version("8"),
+            Ok(false)
+        );
     }
 
     #[test]
@@ -769,9 +807,13 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn health_fails_after_the_bound_without_a_response_and_recovers_on_a_bookmark() {
         let bound = Duration::from_secs(60);
-        let bookmark = r#"{"kind":"ReplicaSet","apiVersion":"apps/v1","metadata":{"resourceVersion":"3"}}"#;
+        let bookmark =
+            r#"{"kind":"ReplicaSet","apiVersion":"apps/v1","metadata":{"resourceVersion":"3"}}"#;
         let script = Script::default();
-        script.lists.lock().push_back(list("3", &[rs("a", "1", "1")]));
+        script
+            .lists
+            .lock()
+            .push_back(list("3", &[rs("a", "1", "1")]));
         script.watches.lock().push_back(WatchScript::Lines(vec![(
             Duration::from_secs(100),
             format!(r#"{{"type":"BOOKMARK","object":{bookmark}}}"#),

@@ -264,7 +264,8 @@ async fn an_object_that_does_not_decode_is_skipped_and_the_others_are_cached() {
                     let _ = added_tx.send(rs.metadata.name.clone().unwrap_or_default());
                 })
                 .on_undecodable(move |bad| {
-                    seen.lock().push((bad.key().unwrap().to_string(), bad.error().to_string()))
+                    seen.lock()
+                        .push((bad.key().unwrap().to_string(), bad.error().to_string()))
                 }),
         )
         .build();
@@ -288,7 +289,11 @@ async fn an_object_that_does_not_decode_is_skipped_and_the_others_are_cached() {
         let undecodable = undecodable.lock();
         assert_eq!(undecodable.len(), 1);
         assert_eq!(undecodable[0].0, "default/huge");
-        assert!(undecodable[0].1.contains("2147483648"), "{}", undecodable[0].1);
+        assert!(
+            undecodable[0].1.contains("2147483648"),
+            "{}",
+            undecodable[0].1
+        );
     }
     assert!(informer.health(Duration::from_secs(60)).is_ok());
 
@@ -307,10 +312,7 @@ async fn an_object_that_does_not_decode_is_skipped_and_the_others_are_cached() {
                 .unwrap(),
         );
     }
-    assert_eq!(
-        store.get("default", "huge").unwrap().spec.replicas,
-        Some(3)
-    );
+    assert_eq!(store.get("default", "huge").unwrap().spec.replicas, Some(3));
 
     cancel.cancel();
     tokio::time::timeout(GUARD, task).await.unwrap().unwrap();
