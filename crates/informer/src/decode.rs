@@ -82,7 +82,8 @@ impl<K> From<K> for MaybeDecoded<K> {
 /// and [`EventHandler::on_undecodable`](crate::EventHandler::on_undecodable).
 #[derive(Debug, Clone)]
 pub struct UndecodableObject {
-    metadata: ObjectMeta,
+    // Boxed: it is the rare case, and keeps every event small.
+    metadata: Box<ObjectMeta>,
     error: Arc<serde_json::Error>,
 }
 
@@ -91,7 +92,7 @@ impl UndecodableObject {
     /// `error` that stopped the decoding.
     pub fn new(metadata: ObjectMeta, error: serde_json::Error) -> Self {
         Self {
-            metadata,
+            metadata: Box::new(metadata),
             error: Arc::new(error),
         }
     }

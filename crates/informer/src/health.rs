@@ -154,10 +154,7 @@ impl Health {
                         resource,
                         silent_secs = unhealthy.silent_for.as_secs(),
                         bound_secs = bound.as_secs(),
-                        last_error = unhealthy
-                            .last_error
-                            .as_ref()
-                            .map(|e| tracing::field::display(e)),
+                        last_error = unhealthy.last_error.as_ref().map(tracing::field::display),
                         "informer has had no successful list or watch response within the bound; not ready"
                     );
                 }
