@@ -6,7 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ctrlkit_informer::{Informer, SharedInformerFactory};
+use ctrlkit_informer::{Informer, InformerCollector, SharedInformerFactory};
 use futures::future::BoxFuture;
 use k8s_openapi::NamespaceResourceScope;
 use kube::runtime::watcher;
@@ -93,6 +93,7 @@ impl Manager {
         config.validate()?;
         let factory = Arc::new(SharedInformerFactory::new(client.clone()));
         let mut registry = Registry::default();
+        InformerCollector::register(factory.clone(), &mut registry);
         let (driver, fence, leader_gauge) = match &config.leader_election {
             Some(election) => {
                 let driver = FenceDriver::new(election.renew_deadline);
@@ -114,6 +115,7 @@ impl Manager {
             factory.clone(),
             config.leader_election.is_some(),
             config.ready_when_standby,
+            config.watch_health_bound,
         );
         Ok(Self {
             config,
