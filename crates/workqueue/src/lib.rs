@@ -163,23 +163,33 @@
 //! dedup storms, delay lateness and wake-up latency (`workload` binary).
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+// The public handles.
 mod builder;
-mod core;
-mod delays;
-mod driver;
-mod entry;
-mod items;
+mod queue;
+mod stream;
+// What the handles share, and the operations on it that need both locks or
+// a runtime.
+mod get;
+mod shared_state;
+mod timer_task;
+mod tuning;
+// Queued items (under the main lock).
+mod item_state;
+mod priority_lanes;
+mod queue_state;
+mod waiters;
+// Delayed items (under the delay lock).
+mod delay_store;
+mod due_buckets;
+// Storage used by both.
+mod chunked;
+mod item_store;
+// Metrics and rate limiting.
 pub mod metrics;
-mod pending;
 #[cfg(feature = "prometheus")]
 #[cfg_attr(docsrs, doc(cfg(feature = "prometheus")))]
 mod prometheus;
-mod queue;
 pub mod rate_limiter;
-mod ready;
-mod shared;
-mod stream;
-mod waiters;
 
 pub use builder::WorkQueueBuilder;
 pub use metrics::MetricsProvider;

@@ -1,18 +1,19 @@
-//! The queue's state machine, without locking or waking: every public
-//! operation of [`WorkQueue`](crate::WorkQueue) is one call into [`Core`]
-//! under the queue's mutex.
+//! The queue's rules, without locking or waking: which items are queued,
+//! being processed, or to be queued again on `done`, and which goes next.
+//! Every operation of [`WorkQueue`](crate::WorkQueue) on queued items is one
+//! call into [`QueueState`] under the queue's main lock.
 //!
-//! The item store ([`Items`]) holds every queued or processing item once,
-//! with its state ([`Entry`](crate::entry::Entry)); the ready structures
-//! ([`Ready`]) refer to items by cell. Items waiting for a delay are kept
-//! elsewhere ([`Pending`](crate::pending::Pending)) and added here when due.
+//! The item store holds every queued or processing item once, with its
+//! [`ItemState`]; the [`PriorityLanes`] refer to items by cell. Items
+//! waiting for a delay are kept elsewhere (see [`crate::delay_store`]) and
+//! added here when due.
 
 use std::hash::Hash;
 
-use crate::entry::{PROCESSING, QUEUED, REQUEUE};
-use crate::items::{Items, Slot};
+use crate::item_state::{ItemState, PROCESSING, QUEUED, REQUEUE};
+use crate::item_store::{ItemStore, Slot};
 use crate::metrics::QueueMetrics;
-use crate::ready::Ready;
+use crate::priority_lanes::PriorityLanes;
 
 /// What `done` changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,20 +24,20 @@ pub(crate) struct DoneOutcome {
     pub(crate) idle: bool,
 }
 
-/// The state of one queue.
-pub(crate) struct Core<T> {
-    items: Items<T>,
-    ready: Ready,
-    /// Live references in `ready` (what `len` reports).
+/// The queued and processing items of one queue.
+pub(crate) struct QueueState<T> {
+    items: ItemStore<T, ItemState>,
+    lanes: PriorityLanes,
+    /// Items in `lanes` (what `len` reports).
     queued: usize,
     /// Items handed out and not done.
     processing: usize,
     shutting_down: bool,
     drain: bool,
-    metrics: Option<QueueMetrics<T>>,
+    metrics: Option<QueueMetrics>,
 }
 
-impl<T> Core<T> {
+impl<T> QueueState<T> {
     /// Items waiting to be handed out.
     pub(crate) fn len(&self) -> usize {
         self.queued
@@ -59,18 +60,26 @@ impl<T> Core<T> {
     }
 
     /// The metrics recorder, if the queue records metrics.
-    pub(crate) fn metrics(&self) -> Option<&QueueMetrics<T>> {
+    pub(crate) fn metrics(&self) -> Option<&QueueMetrics> {
         self.metrics.as_ref()
+    }
+
+    /// Starts shutting down: later adds are ignored. Queued items are
+    /// still handed out. `drain` records whether a caller waits for
+    /// in-flight items; a plain shutdown cancels that.
+    pub(crate) fn shut_down(&mut self, drain: bool) {
+        self.shutting_down = true;
+        self.drain = drain;
     }
 }
 
-impl<T: Hash + Eq + Clone> Core<T> {
+impl<T: Hash + Eq + Clone> QueueState<T> {
     /// An empty queue; `metrics` is `None` unless the queue is named and has
     /// a provider.
-    pub(crate) fn new(metrics: Option<QueueMetrics<T>>) -> Self {
+    pub(crate) fn new(metrics: Option<QueueMetrics>) -> Self {
         Self {
-            items: Items::default(),
-            ready: Ready::default(),
+            items: ItemStore::default(),
+            lanes: PriorityLanes::default(),
             queued: 0,
             processing: 0,
             shutting_down: false,
@@ -91,38 +100,42 @@ impl<T: Hash + Eq + Clone> Core<T> {
 
     /// [`add`](Self::add) for a stored item.
     fn add_slot(&mut self, slot: Slot, priority: i32) -> bool {
-        let Some(entry) = self.items.entry_mut(slot) else {
+        let Some(mut state) = self.items.state(slot).copied() else {
             return false;
         };
         let mut counted = true;
-        let queued = if entry.has(QUEUED) {
-            if priority > entry.priority {
-                self.ready.raise(slot, entry.seq, entry.priority, priority);
-                entry.priority = priority;
+        let queued = if state.has(QUEUED) {
+            if priority > state.priority {
+                let items = &self.items;
+                self.lanes
+                    .raise(slot, state.seq(), state.priority, priority, |s| {
+                        items.state(s).map_or(u64::MAX, ItemState::seq)
+                    });
+                state.priority = priority;
             }
             counted = false;
             false
-        } else if entry.has(PROCESSING) {
-            if entry.has(REQUEUE) {
-                entry.priority = entry.priority.max(priority);
+        } else if state.has(PROCESSING) {
+            if state.has(REQUEUE) {
+                state.priority = state.priority.max(priority);
                 counted = false;
             } else {
-                entry.flags |= REQUEUE;
-                entry.priority = priority;
+                state.change(REQUEUE, 0);
+                state.priority = priority;
             }
             false
         } else {
-            entry.flags |= QUEUED;
-            entry.priority = priority;
-            entry.seq = self.ready.push(slot, priority);
+            state.change(QUEUED, 0);
+            state.priority = priority;
+            state.set_seq(self.lanes.push(slot, priority));
             self.queued += 1;
             true
         };
-        if counted
-            && let Some(metrics) = &mut self.metrics
-            && let Some(item) = self.items.item(slot)
-        {
-            metrics.add(item);
+        if let Some(stored) = self.items.state_mut(slot) {
+            *stored = state;
+        }
+        if counted && let Some(metrics) = &mut self.metrics {
+            metrics.add(slot);
         }
         queued
     }
@@ -134,20 +147,20 @@ impl<T: Hash + Eq + Clone> Core<T> {
             return None;
         }
         let slot = loop {
-            let slot = self.ready.pop()?;
-            if let Some(entry) = self.items.entry_mut(slot)
-                && entry.has(QUEUED)
+            let slot = self.lanes.pop()?;
+            if let Some(state) = self.items.state_mut(slot)
+                && state.has(QUEUED)
             {
-                entry.flags = (entry.flags & !QUEUED) | PROCESSING;
+                state.change(PROCESSING, QUEUED);
                 break slot;
             }
-            debug_assert!(false, "a ready reference to an item that is not queued");
+            debug_assert!(false, "a lane refers to an item that is not queued");
         };
         let item = self.items.item(slot)?.clone();
         self.queued -= 1;
         self.processing += 1;
         if let Some(metrics) = &mut self.metrics {
-            metrics.get(&item);
+            metrics.get(slot);
         }
         Some(item)
     }
@@ -162,32 +175,32 @@ impl<T: Hash + Eq + Clone> Core<T> {
         };
         let Self {
             items,
-            ready,
+            lanes,
             queued,
             processing,
             ..
         } = self;
-        let was_processing = items.update(item, |slot, entry| {
-            if !entry.has(PROCESSING) {
-                return false;
+        let done_slot = items.update(item, |slot, state| {
+            if !state.has(PROCESSING) {
+                return None;
             }
             *processing -= 1;
-            if entry.has(REQUEUE) {
-                entry.flags = (entry.flags & !(PROCESSING | REQUEUE)) | QUEUED;
-                entry.seq = ready.push(slot, entry.priority);
+            if state.has(REQUEUE) {
+                state.change(QUEUED, PROCESSING | REQUEUE);
+                state.set_seq(lanes.push(slot, state.priority));
                 *queued += 1;
                 outcome.requeued = true;
             } else {
-                entry.flags &= !PROCESSING;
+                state.change(0, PROCESSING);
             }
-            true
+            Some(slot)
         });
-        if was_processing != Some(true) {
+        let Some(Some(slot)) = done_slot else {
             return outcome;
-        }
+        };
         outcome.idle = self.processing == 0;
         if let Some(metrics) = &mut self.metrics {
-            metrics.done(item);
+            metrics.done(slot);
         }
         outcome
     }
@@ -197,22 +210,14 @@ impl<T: Hash + Eq + Clone> Core<T> {
     pub(crate) fn known(&self) -> usize {
         self.items.len()
     }
-
-    /// Starts shutting down: later adds are ignored. Queued items are
-    /// still handed out. `drain` records whether a caller waits for
-    /// in-flight items; a plain shutdown cancels that.
-    pub(crate) fn shut_down(&mut self, drain: bool) {
-        self.shutting_down = true;
-        self.drain = drain;
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn core() -> Core<u32> {
-        Core::new(None)
+    fn core() -> QueueState<u32> {
+        QueueState::new(None)
     }
 
     #[test]
@@ -269,7 +274,7 @@ mod tests {
         }
         assert_eq!(core.known(), 0);
         assert_eq!(
-            core.items.entry(0).map(|e| e.flags),
+            core.items.state(0).map(ItemState::flags),
             None,
             "store was reset"
         );
