@@ -32,11 +32,13 @@ impl<C> Default for ChunkedVec<C> {
 
 impl<C> ChunkedVec<C> {
     /// Number of elements.
+    #[inline]
     pub(crate) fn len(&self) -> usize {
         self.len
     }
 
     /// The element at `index`.
+    #[inline]
     pub(crate) fn get(&self, index: usize) -> Option<&C> {
         self.chunks
             .get(index >> CHUNK_BITS)?
@@ -44,6 +46,7 @@ impl<C> ChunkedVec<C> {
     }
 
     /// The element at `index`, mutably.
+    #[inline]
     pub(crate) fn get_mut(&mut self, index: usize) -> Option<&mut C> {
         self.chunks
             .get_mut(index >> CHUNK_BITS)?
@@ -51,6 +54,7 @@ impl<C> ChunkedVec<C> {
     }
 
     /// Appends `element` and returns its index.
+    #[inline]
     pub(crate) fn push(&mut self, element: C) -> usize {
         let index = self.len;
         let chunk = index >> CHUNK_BITS;

@@ -36,36 +36,43 @@ pub(crate) struct ItemState {
 }
 
 impl ItemState {
+    #[inline]
     fn word(&self) -> u64 {
         u64::from(self.word[0]) | (u64::from(self.word[1]) << 32)
     }
 
+    #[inline]
     fn set_word(&mut self, word: u64) {
         self.word = [word as u32, (word >> 32) as u32];
     }
 
     /// Combination of [`QUEUED`], [`PROCESSING`], [`REQUEUE`].
+    #[inline]
     pub(crate) fn flags(&self) -> u8 {
         (self.word() >> SEQ_BITS) as u8
     }
 
     /// Whether any of `flags` is set.
+    #[inline]
     pub(crate) fn has(&self, flags: u8) -> bool {
         self.flags() & flags != 0
     }
 
     /// Sets `set` and clears `clear` (in that order).
+    #[inline]
     pub(crate) fn change(&mut self, set: u8, clear: u8) {
         let flags = (self.flags() | set) & !clear;
         self.set_word((self.word() & SEQ_MASK) | (u64::from(flags) << SEQ_BITS));
     }
 
     /// Sequence number of its place in the priority lanes (`QUEUED`).
+    #[inline]
     pub(crate) fn seq(&self) -> u64 {
         self.word() & SEQ_MASK
     }
 
     /// Sets the sequence number (wrapping at 2^61).
+    #[inline]
     pub(crate) fn set_seq(&mut self, seq: u64) {
         self.set_word((self.word() & !SEQ_MASK) | (seq & SEQ_MASK));
     }

@@ -74,6 +74,7 @@ impl<T, S> Default for ItemStore<T, S> {
 
 /// Spreads a 32-bit hash over 64 bits: the table takes bucket bits from the
 /// bottom and tag bits from the top.
+#[inline]
 fn widen(hash: u32) -> u64 {
     (u64::from(hash) << 32) | u64::from(hash)
 }
@@ -94,11 +95,13 @@ impl<T, S: CellState> ItemStore<T, S> {
 
     /// State of the item in `slot`, if the cell exists. A free cell has an
     /// empty state, so stale references to it never validate.
+    #[inline]
     pub(crate) fn state(&self, slot: Slot) -> Option<&S> {
         self.cells.get(slot as usize).map(|cell| &cell.state)
     }
 
     /// Mutable state of the item in `slot`.
+    #[inline]
     pub(crate) fn state_mut(&mut self, slot: Slot) -> Option<&mut S> {
         self.cells
             .get_mut(slot as usize)
@@ -106,6 +109,7 @@ impl<T, S: CellState> ItemStore<T, S> {
     }
 
     /// The item in `slot`.
+    #[inline]
     pub(crate) fn item(&self, slot: Slot) -> Option<&T> {
         self.cells.get(slot as usize)?.item.as_ref()
     }
@@ -226,6 +230,7 @@ impl<T: Hash + Eq, S: CellState> ItemStore<T, S> {
 }
 
 /// Whether cell `slot` holds `item`, whose hash is `hash`.
+#[inline]
 fn holds<T: Eq, S>(cells: &ChunkedVec<Cell<T, S>>, slot: Slot, hash: u32, item: &T) -> bool {
     cells
         .get(slot as usize)
@@ -247,6 +252,15 @@ mod tests {
         fn is_empty(&self) -> bool {
             !self.0
         }
+    }
+
+    #[test]
+    fn a_cell_of_a_u64_key_is_32_bytes() {
+        // The figure the memory per queued item is built on (see the
+        // module documentation).
+        use crate::item_state::ItemState;
+        assert_eq!(std::mem::size_of::<Cell<u64, ItemState>>(), 32);
+        assert_eq!(std::mem::size_of::<Cell<String, ItemState>>(), 40);
     }
 
     #[test]

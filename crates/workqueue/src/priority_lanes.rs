@@ -54,6 +54,7 @@ impl PriorityLanes {
 
     /// Queues `item` at the back of its priority and returns its sequence
     /// number, to be kept in its cell.
+    #[inline]
     pub(crate) fn push(&mut self, item: Slot, priority: i32) -> u64 {
         let seq = self.next_seq;
         self.next_seq += 1;
@@ -63,6 +64,7 @@ impl PriorityLanes {
     }
 
     /// Takes the first item of the highest non-empty priority.
+    #[inline]
     pub(crate) fn pop(&mut self) -> Option<Slot> {
         let index = self.lanes.iter().position(|lane| !lane.items.is_empty())?;
         let item = self.lanes[index].items.pop_front()?;

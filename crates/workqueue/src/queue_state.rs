@@ -100,40 +100,35 @@ impl<T: Hash + Eq + Clone> QueueState<T> {
 
     /// [`add`](Self::add) for a stored item.
     fn add_slot(&mut self, slot: Slot, priority: i32) -> bool {
-        let Some(mut state) = self.items.state(slot).copied() else {
+        let Some(state) = self.items.state_mut(slot) else {
             return false;
         };
-        let mut counted = true;
-        let queued = if state.has(QUEUED) {
+        let (queued, counted) = if state.has(QUEUED) {
             if priority > state.priority {
-                let items = &self.items;
-                self.lanes
-                    .raise(slot, state.seq(), state.priority, priority, |s| {
-                        items.state(s).map_or(u64::MAX, ItemState::seq)
-                    });
+                let (seq, old) = (state.seq(), state.priority);
                 state.priority = priority;
+                let items = &self.items;
+                self.lanes.raise(slot, seq, old, priority, |s| {
+                    items.state(s).map_or(u64::MAX, ItemState::seq)
+                });
             }
-            counted = false;
-            false
+            (false, false)
         } else if state.has(PROCESSING) {
             if state.has(REQUEUE) {
                 state.priority = state.priority.max(priority);
-                counted = false;
+                (false, false)
             } else {
                 state.change(REQUEUE, 0);
                 state.priority = priority;
+                (false, true)
             }
-            false
         } else {
             state.change(QUEUED, 0);
             state.priority = priority;
             state.set_seq(self.lanes.push(slot, priority));
             self.queued += 1;
-            true
+            (true, true)
         };
-        if let Some(stored) = self.items.state_mut(slot) {
-            *stored = state;
-        }
         if counted && let Some(metrics) = &mut self.metrics {
             metrics.add(slot);
         }

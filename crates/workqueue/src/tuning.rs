@@ -174,6 +174,7 @@ pub(crate) const ITEMS_PER_WAKE: usize =
     at_least_one(knob(option_env!("CTRLKIT_WORKQUEUE_ITEMS_PER_WAKE"), 256)) as usize;
 
 /// How many woken `get`s `queued` items need (never more than the items).
+#[inline]
 pub(crate) fn gets_needed(queued: usize) -> usize {
     queued.min(1 + queued / ITEMS_PER_WAKE)
 }
@@ -206,6 +207,7 @@ thread_local! {
 /// the number of items waiting; nothing is charged when there is nothing
 /// to take. `Ready(None)` means nothing was charged; `Pending` means the
 /// task's budget is spent and it must yield.
+#[inline]
 pub(crate) fn coop_budget(cx: &mut Context<'_>, queued: usize) -> Poll<Option<RestoreOnPending>> {
     if queued == 0 {
         return Poll::Ready(None);
@@ -241,6 +243,7 @@ pub(crate) const FIRE_CHECK_EVERY: u32 =
 /// Whether this `get` should look at the clock for due delayed items:
 /// always when the queue is empty, every [`FIRE_CHECK_EVERY`] calls on this
 /// thread otherwise.
+#[inline]
 pub(crate) fn fire_check_now(queue_empty: bool) -> bool {
     let n = FIRE_CHECKS.with(|checks| {
         let n = checks.get().wrapping_add(1);
