@@ -66,6 +66,11 @@ impl<C> ChunkedVec<C> {
         index
     }
 
+    /// The elements in index order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &C> {
+        self.chunks.iter().flatten()
+    }
+
     /// Removes every element, keeping the first chunk's buffer for reuse.
     pub(crate) fn clear(&mut self) {
         self.chunks.truncate(1);
@@ -101,6 +106,7 @@ mod tests {
         assert_eq!(v.len(), 3 * CHUNK + 5);
         assert_eq!(v.get(CHUNK), Some(&CHUNK));
         assert_eq!(v.get(3 * CHUNK + 5), None);
+        assert!(v.iter().copied().eq(0..3 * CHUNK + 5));
         *v.get_mut(7).unwrap() = 70;
         assert_eq!(v.get(7), Some(&70));
         v.clear();

@@ -12,7 +12,9 @@
 //! 16 — `Option<u64>` — hash 4, state 12), and about 5 to 10 bytes of index
 //! (buckets are a power of two, at most 7/8 full). The cells grow in chunks
 //! (see [`crate::chunked`]); the index doubles, holding old and new buckets
-//! at once while it grows.
+//! at once while it grows. It is rebuilt from the cells, read in cell
+//! order: hashbrown's own resize would read each cell's hash in bucket
+//! order, a cache miss per item once the cells outgrow the CPU caches.
 
 use std::hash::{BuildHasher, Hash};
 
@@ -198,6 +200,10 @@ impl<T: Hash + Eq, S: CellState> ItemStore<T, S> {
     /// The cell holding `item`, storing it in a new cell (with an empty
     /// state) if it is not known. Returns whether it was stored now.
     pub(crate) fn insert(&mut self, item: T) -> (Slot, bool) {
+        if self.index.len() == self.index.capacity() {
+            // hashbrown would resize here; see the module documentation.
+            self.rebuild_index();
+        }
         let hash = self.hash(&item);
         let cells = &self.cells;
         let found = self.index.entry(
@@ -226,6 +232,24 @@ impl<T: Hash + Eq, S: CellState> ItemStore<T, S> {
         vacant.insert(slot);
         self.len += 1;
         (slot, true)
+    }
+}
+
+impl<T, S> ItemStore<T, S> {
+    /// Replaces the index, which has no room left, with one that has room
+    /// for as many items again (so it doubles, or shrinks if removals left
+    /// it full of tombstones), filled from the cells in cell order.
+    #[cold]
+    fn rebuild_index(&mut self) {
+        let mut index = HashTable::with_capacity((2 * self.len).max(16));
+        let cells = &self.cells;
+        for (slot, cell) in cells.iter().enumerate() {
+            if cell.item.is_some() {
+                let hash = widen(cell.hash_or_next_free);
+                index.insert_unique(hash, slot as Slot, |&s| stored_hash(cells, s));
+            }
+        }
+        self.index = index;
     }
 }
 
@@ -299,6 +323,21 @@ mod tests {
         items.update(&7, |_, state| state.0 = true);
         assert_eq!(items.find(&7), Some(slot), "kept while its state is set");
         assert_eq!(items.update(&9, |_, _| ()), None, "not stored");
+    }
+
+    #[test]
+    fn churn_does_not_grow_the_index() {
+        // One item stays, so the store is never reset; a hundred thousand
+        // others come and go, leaving tombstones the rebuild must clear.
+        let mut items = ItemStore::<u64, Used>::default();
+        let (kept, _) = items.insert(u64::MAX);
+        for i in 0..100_000u64 {
+            let (slot, _) = items.insert(i);
+            assert_eq!(items.take(slot), Some(i));
+        }
+        assert_eq!(items.find(&u64::MAX), Some(kept));
+        assert_eq!(items.len(), 1);
+        assert!(items.index.capacity() < 64, "{}", items.index.capacity());
     }
 
     #[test]
