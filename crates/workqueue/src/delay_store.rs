@@ -7,12 +7,10 @@
 //! here in one batch and then added to the queue (see
 //! [`SharedState::fire_due`](crate::shared_state::SharedState::fire_due)).
 //!
-//! Each waiting item is stored once ([`ItemStore`]) with its earliest due
-//! time and the priority it will be added with; [`DueBuckets`] orders the
-//! due times.
-//! An earlier `add_after` of a waiting item pushes a second copy into
-//! `DueBuckets` and leaves the first to be skipped when it expires (its
-//! sequence number no longer matches).
+//! Each waiting item is stored once ([`ItemStore`]); [`DueBuckets`] orders
+//! the due times. An earlier `add_after` of a waiting item pushes a second
+//! copy into the buckets and leaves the first to be skipped when it expires
+//! (its sequence number no longer matches).
 
 use std::hash::Hash;
 

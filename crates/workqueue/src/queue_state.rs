@@ -211,65 +211,65 @@ impl<T: Hash + Eq + Clone> QueueState<T> {
 mod tests {
     use super::*;
 
-    fn core() -> QueueState<u32> {
+    fn queue() -> QueueState<u32> {
         QueueState::new(None)
     }
 
     #[test]
     fn finished_items_leave_no_state_behind() {
-        let mut core = core();
-        assert!(core.add(1, 0));
-        assert!(!core.add(1, 0));
-        assert!(core.add(2, 5));
-        assert_eq!(core.pop(), Some(2));
-        assert!(!core.add(2, 0), "marked for requeue only");
-        assert_eq!(core.known(), 2);
-        let out = core.done(&2);
+        let mut queue = queue();
+        assert!(queue.add(1, 0));
+        assert!(!queue.add(1, 0));
+        assert!(queue.add(2, 5));
+        assert_eq!(queue.pop(), Some(2));
+        assert!(!queue.add(2, 0), "marked for requeue only");
+        assert_eq!(queue.known(), 2);
+        let out = queue.done(&2);
         assert!(out.requeued && out.idle);
-        assert_eq!(core.pop(), Some(1));
-        assert_eq!(core.pop(), Some(2));
-        assert!(!core.done(&1).idle);
-        assert!(core.done(&2).idle);
-        assert_eq!(core.known(), 0);
-        assert_eq!(core.len(), 0);
-        assert_eq!(core.processing(), 0);
+        assert_eq!(queue.pop(), Some(1));
+        assert_eq!(queue.pop(), Some(2));
+        assert!(!queue.done(&1).idle);
+        assert!(queue.done(&2).idle);
+        assert_eq!(queue.known(), 0);
+        assert_eq!(queue.len(), 0);
+        assert_eq!(queue.processing(), 0);
     }
 
     #[test]
     fn done_on_an_idle_item_changes_nothing() {
-        let mut core = core();
-        core.add(1, 0);
-        let out = core.done(&1);
+        let mut queue = queue();
+        queue.add(1, 0);
+        let out = queue.done(&1);
         assert!(!out.requeued);
-        assert_eq!(core.len(), 1);
-        assert_eq!(core.processing(), 0);
-        assert_eq!(core.pop(), Some(1));
-        assert_eq!(core.pop(), None);
+        assert_eq!(queue.len(), 1);
+        assert_eq!(queue.processing(), 0);
+        assert_eq!(queue.pop(), Some(1));
+        assert_eq!(queue.pop(), None);
     }
 
     #[test]
     fn shutdown_refuses_adds_but_hands_out_queued_items() {
-        let mut core = core();
-        core.add(2, 0);
-        core.shut_down(false);
-        assert!(!core.add(3, 0));
-        assert_eq!(core.known(), 1, "only the queued item remains");
-        assert_eq!(core.pop(), Some(2));
-        assert_eq!(core.pop(), None);
+        let mut queue = queue();
+        queue.add(2, 0);
+        queue.shut_down(false);
+        assert!(!queue.add(3, 0));
+        assert_eq!(queue.known(), 1, "only the queued item remains");
+        assert_eq!(queue.pop(), Some(2));
+        assert_eq!(queue.pop(), None);
     }
 
     #[test]
     fn the_map_is_reset_after_a_burst_drains() {
-        let mut core = core();
+        let mut queue = queue();
         for i in 0..10_000 {
-            core.add(i, 0);
+            queue.add(i, 0);
         }
-        while let Some(i) = core.pop() {
-            core.done(&i);
+        while let Some(i) = queue.pop() {
+            queue.done(&i);
         }
-        assert_eq!(core.known(), 0);
+        assert_eq!(queue.known(), 0);
         assert_eq!(
-            core.items.state(0).map(ItemState::flags),
+            queue.items.state(0).map(ItemState::flags),
             None,
             "store was reset"
         );
