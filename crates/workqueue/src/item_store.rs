@@ -4,17 +4,20 @@
 //! The priority lanes and the due-time buckets refer to items by cell
 //! number, so handing out an item or firing a delay touches its cell
 //! directly instead of hashing it again. The index holds only cell numbers
-//! (4 bytes and a control byte per bucket); each cell keeps its item's
-//! 32-bit hash, so growing the index never hashes an item again and a
-//! lookup compares items only when the full hashes match.
+//! (4 bytes and a control byte per bucket). Each item's 31-bit hash is kept
+//! apart from the cells, in a dense array by cell number, which also marks
+//! the free cells and links them: growing the index rebuilds it from that
+//! array in cell order, reading 4 bytes per item, without hashing an item
+//! again and without touching the cells. (hashbrown's own resize would look
+//! up each hash in bucket order, a cache miss per item once the store
+//! outgrows the CPU caches; reading whole cells in order would stall the
+//! lock longer with large cells, such as the delay store's.)
 //!
 //! What one item costs (`u64` keys, a million stored): a 32-byte cell (item
-//! 16 — `Option<u64>` — hash 4, state 12), and about 5 to 10 bytes of index
-//! (buckets are a power of two, at most 7/8 full). The cells grow in chunks
-//! (see [`crate::chunked`]); the index doubles, holding old and new buckets
-//! at once while it grows. It is rebuilt from the cells, read in cell
-//! order: hashbrown's own resize would read each cell's hash in bucket
-//! order, a cache miss per item once the cells outgrow the CPU caches.
+//! 16 — `Option<u64>` — and state 12, padded), 4 bytes of hash and about 5
+//! to 10 bytes of index (buckets are a power of two, at most 7/8 full). The
+//! cells and hashes grow in chunks (see [`crate::chunked`]); the index
+//! doubles, holding old and new buckets at once while it is rebuilt.
 
 use std::hash::{BuildHasher, Hash};
 
@@ -32,18 +35,19 @@ pub(crate) trait CellState: Copy {
     fn is_empty(&self) -> bool;
 }
 
-/// Number of a cell in the slab.
+/// Number of a cell in the slab (below 2^31).
 pub(crate) type Slot = u32;
 
-const NO_CELL: Slot = Slot::MAX;
+/// Set in [`ItemStore::hashes`] for a free cell, whose other bits are the
+/// next free cell. A stored item's hash has it clear.
+const FREE: u32 = 1 << 31;
+/// The end of the free list.
+const NO_CELL: Slot = !FREE;
 
 #[derive(Debug)]
 struct Cell<T, S> {
     /// `None` while the cell is free.
     item: Option<T>,
-    /// The item's 32-bit hash while the cell holds one; the next free cell
-    /// while it is free.
-    hash_or_next_free: u32,
     state: S,
 }
 
@@ -51,6 +55,9 @@ struct Cell<T, S> {
 #[derive(Debug)]
 pub(crate) struct ItemStore<T, S> {
     cells: ChunkedVec<Cell<T, S>>,
+    /// By cell number: the item's 31-bit hash, or [`FREE`] and the next
+    /// free cell.
+    hashes: ChunkedVec<u32>,
     /// First free cell (`NO_CELL` if none).
     free: Slot,
     index: HashTable<Slot>,
@@ -65,6 +72,7 @@ impl<T, S> Default for ItemStore<T, S> {
     fn default() -> Self {
         Self {
             cells: ChunkedVec::default(),
+            hashes: ChunkedVec::default(),
             free: NO_CELL,
             index: HashTable::new(),
             hasher: DefaultHashBuilder::default(),
@@ -74,18 +82,16 @@ impl<T, S> Default for ItemStore<T, S> {
     }
 }
 
-/// Spreads a 32-bit hash over 64 bits: the table takes bucket bits from the
-/// bottom and tag bits from the top.
+/// Spreads a 31-bit hash over 64 bits: the table takes bucket bits from the
+/// bottom and its 7 tag bits from the top.
 #[inline]
 fn widen(hash: u32) -> u64 {
-    (u64::from(hash) << 32) | u64::from(hash)
+    (u64::from(hash) << 33) | u64::from(hash)
 }
 
 /// The 64-bit hash the index uses for the item in `slot`.
-fn stored_hash<T, S>(cells: &ChunkedVec<Cell<T, S>>, slot: Slot) -> u64 {
-    cells
-        .get(slot as usize)
-        .map_or(0, |cell| widen(cell.hash_or_next_free))
+fn stored_hash(hashes: &ChunkedVec<u32>, slot: Slot) -> u64 {
+    hashes.get(slot as usize).map_or(0, |&hash| widen(hash))
 }
 
 impl<T, S: CellState> ItemStore<T, S> {
@@ -118,9 +124,11 @@ impl<T, S: CellState> ItemStore<T, S> {
 
     /// Removes the item in `slot` and returns it.
     pub(crate) fn take(&mut self, slot: Slot) -> Option<T> {
-        let cell = self.cells.get(slot as usize).filter(|c| c.item.is_some())?;
-        let hash = widen(cell.hash_or_next_free);
-        if let Ok(found) = self.index.find_entry(hash, |&s| s == slot) {
+        let hash = *self.hashes.get(slot as usize)?;
+        if hash & FREE != 0 {
+            return None;
+        }
+        if let Ok(found) = self.index.find_entry(widen(hash), |&s| s == slot) {
             found.remove();
         }
         self.free_cell(slot)
@@ -130,6 +138,7 @@ impl<T, S: CellState> ItemStore<T, S> {
     pub(crate) fn clear(&mut self) {
         self.index.clear();
         self.cells.clear();
+        self.hashes.clear();
         self.free = NO_CELL;
         self.len = 0;
         self.removals = 0;
@@ -146,7 +155,9 @@ impl<T, S: CellState> ItemStore<T, S> {
         let cell = self.cells.get_mut(slot as usize)?;
         let item = cell.item.take();
         cell.state = S::empty();
-        cell.hash_or_next_free = free;
+        if let Some(hash) = self.hashes.get_mut(slot as usize) {
+            *hash = FREE | free;
+        }
         self.free = slot;
         self.len -= 1;
         self.removals += 1;
@@ -155,21 +166,36 @@ impl<T, S: CellState> ItemStore<T, S> {
         }
         item
     }
+
+    /// Replaces the index, which has no room left, with one that has room
+    /// for as many items again (so it doubles, or shrinks if removals left
+    /// it full of tombstones), filled from the hashes in cell order.
+    #[cold]
+    fn rebuild_index(&mut self) {
+        let mut index = HashTable::with_capacity((2 * self.len).max(16));
+        let hashes = &self.hashes;
+        for (slot, &hash) in hashes.iter().enumerate() {
+            if hash & FREE == 0 {
+                index.insert_unique(widen(hash), slot as Slot, |&s| stored_hash(hashes, s));
+            }
+        }
+        self.index = index;
+    }
 }
 
 impl<T: Hash + Eq, S: CellState> ItemStore<T, S> {
+    #[inline]
     fn hash(&self, item: &T) -> u32 {
         let full = self.hasher.hash_one(item);
-        (full as u32) ^ ((full >> 32) as u32)
+        ((full as u32) ^ ((full >> 32) as u32)) & !FREE
     }
 
     /// The cell holding `item`.
     #[cfg(test)]
     pub(crate) fn find(&self, item: &T) -> Option<Slot> {
-        let hash = self.hash(item);
         let cells = &self.cells;
         self.index
-            .find(widen(hash), |&slot| holds(cells, slot, hash, item))
+            .find(widen(self.hash(item)), |&slot| holds(cells, slot, item))
             .copied()
     }
 
@@ -185,7 +211,7 @@ impl<T: Hash + Eq, S: CellState> ItemStore<T, S> {
         let cells = &mut self.cells;
         let found = self
             .index
-            .find_entry(widen(hash), |&slot| holds(cells, slot, hash, item))
+            .find_entry(widen(hash), |&slot| holds(cells, slot, item))
             .ok()?;
         let slot = *found.get();
         let state = &mut cells.get_mut(slot as usize)?.state;
@@ -205,11 +231,11 @@ impl<T: Hash + Eq, S: CellState> ItemStore<T, S> {
             self.rebuild_index();
         }
         let hash = self.hash(&item);
-        let cells = &self.cells;
+        let (cells, hashes) = (&self.cells, &self.hashes);
         let found = self.index.entry(
             widen(hash),
-            |&slot| holds(cells, slot, hash, &item),
-            |&slot| stored_hash(cells, slot),
+            |&slot| holds(cells, slot, &item),
+            |&slot| stored_hash(hashes, slot),
         );
         let vacant = match found {
             TableEntry::Occupied(occupied) => return (*occupied.get(), false),
@@ -217,17 +243,23 @@ impl<T: Hash + Eq, S: CellState> ItemStore<T, S> {
         };
         let cell = Cell {
             item: Some(item),
-            hash_or_next_free: hash,
             state: S::empty(),
         };
-        let slot = match self.cells.get_mut(self.free as usize) {
-            Some(reused) => {
+        let slot = match (
+            self.cells.get_mut(self.free as usize),
+            self.hashes.get_mut(self.free as usize),
+        ) {
+            (Some(reused), Some(link)) => {
                 let slot = self.free;
-                self.free = reused.hash_or_next_free;
+                self.free = *link & !FREE;
+                *link = hash;
                 *reused = cell;
                 slot
             }
-            None => self.cells.push(cell) as Slot,
+            _ => {
+                self.hashes.push(hash);
+                self.cells.push(cell) as Slot
+            }
         };
         vacant.insert(slot);
         self.len += 1;
@@ -235,30 +267,13 @@ impl<T: Hash + Eq, S: CellState> ItemStore<T, S> {
     }
 }
 
-impl<T, S> ItemStore<T, S> {
-    /// Replaces the index, which has no room left, with one that has room
-    /// for as many items again (so it doubles, or shrinks if removals left
-    /// it full of tombstones), filled from the cells in cell order.
-    #[cold]
-    fn rebuild_index(&mut self) {
-        let mut index = HashTable::with_capacity((2 * self.len).max(16));
-        let cells = &self.cells;
-        for (slot, cell) in cells.iter().enumerate() {
-            if cell.item.is_some() {
-                let hash = widen(cell.hash_or_next_free);
-                index.insert_unique(hash, slot as Slot, |&s| stored_hash(cells, s));
-            }
-        }
-        self.index = index;
-    }
-}
-
-/// Whether cell `slot` holds `item`, whose hash is `hash`.
+/// Whether cell `slot` holds `item`. Called only for the few cells whose
+/// hash shares the 7 tag bits the index keeps with `item`'s.
 #[inline]
-fn holds<T: Eq, S>(cells: &ChunkedVec<Cell<T, S>>, slot: Slot, hash: u32, item: &T) -> bool {
+fn holds<T: Eq, S>(cells: &ChunkedVec<Cell<T, S>>, slot: Slot, item: &T) -> bool {
     cells
         .get(slot as usize)
-        .is_some_and(|cell| cell.hash_or_next_free == hash && cell.item.as_ref() == Some(item))
+        .is_some_and(|cell| cell.item.as_ref() == Some(item))
 }
 
 #[cfg(test)]
@@ -285,6 +300,7 @@ mod tests {
         use crate::item_state::ItemState;
         assert_eq!(std::mem::size_of::<Cell<u64, ItemState>>(), 32);
         assert_eq!(std::mem::size_of::<Cell<String, ItemState>>(), 40);
+        assert_eq!(NO_CELL & FREE, 0);
     }
 
     #[test]
