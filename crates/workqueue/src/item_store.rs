@@ -4,27 +4,25 @@
 //! The priority lanes and the due-time buckets refer to items by cell
 //! number, so handing out an item or firing a delay touches its cell
 //! directly instead of hashing it again. The index holds only cell numbers
-//! (4 bytes and a control byte per bucket). Each item's 31-bit hash is kept
-//! apart from the cells, in a dense array by cell number, which also marks
-//! the free cells and links them: growing the index rebuilds it from that
-//! array in cell order, reading 4 bytes per item, without hashing an item
-//! again and without touching the cells. (hashbrown's own resize would look
-//! up each hash in bucket order, a cache miss per item once the store
-//! outgrows the CPU caches; reading whole cells in order would stall the
-//! lock longer with large cells, such as the delay store's.)
+//! (4 bytes and a control byte per bucket). Each item's 32-bit hash is kept
+//! apart from the cells, in a dense array by cell number (which also links
+//! the free cells): growing the index looks the hashes up there, 4 bytes
+//! per item, without hashing an item again and without touching the cells,
+//! whose reads would be scattered over tens of megabytes once a large
+//! backlog outgrows the CPU caches.
 //!
 //! What one item costs (`u64` keys, a million stored): a 32-byte cell (item
 //! 16 — `Option<u64>` — and state 12, padded), 4 bytes of hash and about 5
 //! to 10 bytes of index (buckets are a power of two, at most 7/8 full). The
 //! cells and hashes grow in chunks (see [`crate::chunked`]); the index
-//! doubles, holding old and new buckets at once while it is rebuilt.
+//! doubles, holding old and new buckets at once while it grows.
 
 use std::hash::{BuildHasher, Hash};
 
 use hashbrown::hash_table::Entry as TableEntry;
 use hashbrown::{DefaultHashBuilder, HashTable};
 
-use crate::chunked::ChunkedVec;
+use crate::chunked::{CHUNK, ChunkedVec};
 
 /// The state kept with each stored item.
 pub(crate) trait CellState: Copy {
@@ -35,14 +33,11 @@ pub(crate) trait CellState: Copy {
     fn is_empty(&self) -> bool;
 }
 
-/// Number of a cell in the slab (below 2^31).
+/// Number of a cell in the slab.
 pub(crate) type Slot = u32;
 
-/// Set in [`ItemStore::hashes`] for a free cell, whose other bits are the
-/// next free cell. A stored item's hash has it clear.
-const FREE: u32 = 1 << 31;
 /// The end of the free list.
-const NO_CELL: Slot = !FREE;
+const NO_CELL: Slot = Slot::MAX;
 
 #[derive(Debug)]
 struct Cell<T, S> {
@@ -55,8 +50,8 @@ struct Cell<T, S> {
 #[derive(Debug)]
 pub(crate) struct ItemStore<T, S> {
     cells: ChunkedVec<Cell<T, S>>,
-    /// By cell number: the item's 31-bit hash, or [`FREE`] and the next
-    /// free cell.
+    /// By cell number: the item's 32-bit hash, or the next free cell while
+    /// the cell is free.
     hashes: ChunkedVec<u32>,
     /// First free cell (`NO_CELL` if none).
     free: Slot,
@@ -82,11 +77,11 @@ impl<T, S> Default for ItemStore<T, S> {
     }
 }
 
-/// Spreads a 31-bit hash over 64 bits: the table takes bucket bits from the
+/// Spreads a 32-bit hash over 64 bits: the table takes bucket bits from the
 /// bottom and its 7 tag bits from the top.
 #[inline]
 fn widen(hash: u32) -> u64 {
-    (u64::from(hash) << 33) | u64::from(hash)
+    (u64::from(hash) << 32) | u64::from(hash)
 }
 
 /// The 64-bit hash the index uses for the item in `slot`.
@@ -124,10 +119,9 @@ impl<T, S: CellState> ItemStore<T, S> {
 
     /// Removes the item in `slot` and returns it.
     pub(crate) fn take(&mut self, slot: Slot) -> Option<T> {
+        // A free cell holds no item (and its hash is a free-list link).
+        self.item(slot)?;
         let hash = *self.hashes.get(slot as usize)?;
-        if hash & FREE != 0 {
-            return None;
-        }
         if let Ok(found) = self.index.find_entry(widen(hash), |&s| s == slot) {
             found.remove();
         }
@@ -146,40 +140,28 @@ impl<T, S: CellState> ItemStore<T, S> {
 
     /// Frees `slot`, already removed from the index, and returns its item.
     ///
-    /// Removals leave tombstones in the index, and looking up an absent item
-    /// (every fresh `add`) probes past them; so when the store becomes empty
-    /// after at least half its size in removals, it is reset, which also
-    /// releases the cells of a past burst for reuse from the start.
+    /// When the store becomes empty after a burst that outgrew one chunk
+    /// of cells (and after at least half its size in removals), it is
+    /// reset: the memory of all chunks but the first is released, and the
+    /// cells are reused from the start. A store within one chunk is never
+    /// reset, which would release nothing: its free cells are reused
+    /// through the free list, and the index's tombstones are cleared when
+    /// it is rebuilt.
     fn free_cell(&mut self, slot: Slot) -> Option<T> {
         let free = self.free;
         let cell = self.cells.get_mut(slot as usize)?;
         let item = cell.item.take();
         cell.state = S::empty();
-        if let Some(hash) = self.hashes.get_mut(slot as usize) {
-            *hash = FREE | free;
+        if let Some(link) = self.hashes.get_mut(slot as usize) {
+            *link = free;
         }
         self.free = slot;
         self.len -= 1;
         self.removals += 1;
-        if self.len == 0 && self.removals > self.cells.len() / 2 {
+        if self.len == 0 && self.cells.len() > CHUNK && self.removals > self.cells.len() / 2 {
             self.clear();
         }
         item
-    }
-
-    /// Replaces the index, which has no room left, with one that has room
-    /// for as many items again (so it doubles, or shrinks if removals left
-    /// it full of tombstones), filled from the hashes in cell order.
-    #[cold]
-    fn rebuild_index(&mut self) {
-        let mut index = HashTable::with_capacity((2 * self.len).max(16));
-        let hashes = &self.hashes;
-        for (slot, &hash) in hashes.iter().enumerate() {
-            if hash & FREE == 0 {
-                index.insert_unique(widen(hash), slot as Slot, |&s| stored_hash(hashes, s));
-            }
-        }
-        self.index = index;
     }
 }
 
@@ -187,7 +169,7 @@ impl<T: Hash + Eq, S: CellState> ItemStore<T, S> {
     #[inline]
     fn hash(&self, item: &T) -> u32 {
         let full = self.hasher.hash_one(item);
-        ((full as u32) ^ ((full >> 32) as u32)) & !FREE
+        (full as u32) ^ ((full >> 32) as u32)
     }
 
     /// The cell holding `item`.
@@ -226,10 +208,6 @@ impl<T: Hash + Eq, S: CellState> ItemStore<T, S> {
     /// The cell holding `item`, storing it in a new cell (with an empty
     /// state) if it is not known. Returns whether it was stored now.
     pub(crate) fn insert(&mut self, item: T) -> (Slot, bool) {
-        if self.index.len() == self.index.capacity() {
-            // hashbrown would resize here; see the module documentation.
-            self.rebuild_index();
-        }
         let hash = self.hash(&item);
         let (cells, hashes) = (&self.cells, &self.hashes);
         let found = self.index.entry(
@@ -245,18 +223,22 @@ impl<T: Hash + Eq, S: CellState> ItemStore<T, S> {
             item: Some(item),
             state: S::empty(),
         };
-        let slot = match (
-            self.cells.get_mut(self.free as usize),
-            self.hashes.get_mut(self.free as usize),
-        ) {
-            (Some(reused), Some(link)) => {
+        let reused = match self.free {
+            NO_CELL => None,
+            free => self
+                .cells
+                .get_mut(free as usize)
+                .zip(self.hashes.get_mut(free as usize)),
+        };
+        let slot = match reused {
+            Some((reused, link)) => {
                 let slot = self.free;
-                self.free = *link & !FREE;
+                self.free = *link;
                 *link = hash;
                 *reused = cell;
                 slot
             }
-            _ => {
+            None => {
                 self.hashes.push(hash);
                 self.cells.push(cell) as Slot
             }
@@ -300,7 +282,6 @@ mod tests {
         use crate::item_state::ItemState;
         assert_eq!(std::mem::size_of::<Cell<u64, ItemState>>(), 32);
         assert_eq!(std::mem::size_of::<Cell<String, ItemState>>(), 40);
-        assert_eq!(NO_CELL & FREE, 0);
     }
 
     #[test]
@@ -322,7 +303,22 @@ mod tests {
         items.take(b);
         items.take(c);
         assert_eq!(items.len(), 0);
-        assert!(items.state(c).is_none(), "store was reset");
+        assert_eq!(
+            items.insert("d".to_string()).0,
+            c,
+            "small store: cells reused"
+        );
+    }
+
+    #[test]
+    fn emptied_after_a_burst_the_store_releases_its_cells() {
+        let mut items = ItemStore::<u64, Used>::default();
+        let slots: Vec<_> = (0..3 * CHUNK as u64).map(|i| items.insert(i).0).collect();
+        for slot in slots {
+            items.take(slot);
+        }
+        assert_eq!(items.cells.len(), 0, "reset");
+        assert_eq!(items.insert(7).0, 0, "cells reused from the start");
     }
 
     #[test]
@@ -344,7 +340,7 @@ mod tests {
     #[test]
     fn churn_does_not_grow_the_index() {
         // One item stays, so the store is never reset; a hundred thousand
-        // others come and go, leaving tombstones the rebuild must clear.
+        // others come and go, leaving tombstones the index must clear.
         let mut items = ItemStore::<u64, Used>::default();
         let (kept, _) = items.insert(u64::MAX);
         for i in 0..100_000u64 {
