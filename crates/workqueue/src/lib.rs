@@ -122,12 +122,13 @@
 //!   copy) found through a compact hash index (hashbrown with its default,
 //!   randomly seeded foldhash hasher); the priority lanes refer to cells,
 //!   so handing an item out does not hash it again;
-//! - a queued item costs its cell (the item, a 32-bit hash and 12 bytes of
-//!   state: 32 bytes for a `u64` key, 40 plus the string's heap block for
-//!   a `String`), 5 to 10 bytes of index and 4 bytes of lane: with a
-//!   million `u64` keys queued at once the process's peak resident memory
-//!   grows by about 49 bytes per key. Metrics add 8 bytes per queued item
-//!   (its add time), kept by cell rather than in a map of item copies;
+//! - a queued item costs its cell (the item and 12 bytes of state: 32
+//!   bytes for a `u64` key, 40 plus the string's heap block for a
+//!   `String`), its 32-bit hash (4 bytes), 5 to 10 bytes of index and 4
+//!   bytes of lane: with a million `u64` keys queued at once the process's
+//!   peak resident memory grows by about 52 bytes per key. Metrics add 8
+//!   bytes per queued item (its add time), kept by cell rather than in a
+//!   map of item copies;
 //! - adding an item that is already queued is one hash lookup under the
 //!   lock; steady-state `add`/`get`/`done` allocate nothing;
 //! - `get` clones the item once (the queue keeps its own copy until
