@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use ctrlkit_consistency::ConsistencyStore;
+use ctrlkit_consistency::{ConsistencyStore, NotObservedYet};
 use ctrlkit_expectations::ControllerExpectations;
 use ctrlkit_informer::{Informer, ObjectKey, SharedInformerFactory, Store};
 use ctrlkit_worker::{Action, Stopped, SyncError, Workers};
@@ -35,6 +35,10 @@ use sources::Synced;
 /// controller's own write yet is retried at the latest; the informer event
 /// carrying the write usually queues the key sooner.
 pub const STALE_RECONCILE_REQUEUE: Duration = Duration::from_millis(500);
+
+/// Told about each reconcile skipped for a cache that has not shown a
+/// recorded write yet.
+pub(crate) type StaleSkipFn = Arc<dyn Fn(&ObjectKey, &NotObservedYet) + Send + Sync>;
 
 /// What `run` needs beyond the queue.
 #[derive(Clone)]
@@ -79,6 +83,7 @@ pub struct Controller<K> {
     stores: Arc<HashMap<TypeId, Box<dyn Any + Send + Sync>>>,
     settings: RunSettings,
     stale_skips: Arc<AtomicU64>,
+    stale_skip: Option<StaleSkipFn>,
 }
 
 /// Clones are handles on the same controller (same queue, caches and
@@ -98,6 +103,7 @@ impl<K> Clone for Controller<K> {
             stores: Arc::clone(&self.stores),
             settings: self.settings.clone(),
             stale_skips: Arc::clone(&self.stale_skips),
+            stale_skip: self.stale_skip.clone(),
         }
     }
 }
@@ -263,13 +269,7 @@ impl<K: Watchable> Controller<K> {
             workers = self.settings.workers,
             "caches synced; starting workers"
         );
-        let reconciler = Arc::new(Reconciler {
-            owners: self.owners.clone(),
-            consistency: self.consistency.clone(),
-            stale_skips: Arc::clone(&self.stale_skips),
-            reconcile,
-            ctx,
-        });
+        let reconciler = Arc::new(self.reconciler(reconcile, ctx));
         let handler = move |key: ObjectKey| {
             let reconciler = Arc::clone(&reconciler);
             async move { reconciler.reconcile(key).await }
@@ -297,12 +297,47 @@ impl<K: Watchable> Controller<K> {
     }
 }
 
+impl<K: Watchable> Controller<K> {
+    /// Reconciles `key` once, now, as a worker of [`run`](Self::run) would
+    /// (the read-own-writes check, then `reconcile` with the cached owner),
+    /// without the queue's bookkeeping, retries, timeout or metrics: for
+    /// unit tests that drive a controller step by step, and for tools that
+    /// reconcile one object on demand.
+    ///
+    /// # Errors
+    /// Whatever `reconcile` returns.
+    pub async fn reconcile_once<R, Fut, E, Ctx>(
+        &self,
+        key: ObjectKey,
+        reconcile: R,
+        ctx: Arc<Ctx>,
+    ) -> Result<Action, E>
+    where
+        R: Fn(ObjectKey, Option<Arc<K>>, Arc<Ctx>) -> Fut,
+        Fut: Future<Output = Result<Action, E>>,
+    {
+        self.reconciler(reconcile, ctx).reconcile(key).await
+    }
+
+    fn reconciler<R, Ctx>(&self, reconcile: R, ctx: Arc<Ctx>) -> Reconciler<K, R, Ctx> {
+        Reconciler {
+            owners: self.owners.clone(),
+            consistency: self.consistency.clone(),
+            stale_skips: Arc::clone(&self.stale_skips),
+            stale_skip: self.stale_skip.clone(),
+            reconcile,
+            ctx,
+        }
+    }
+}
+
 /// What each reconcile needs: the cache, the read-own-writes check and the
 /// user's function and context.
 struct Reconciler<K, R, Ctx> {
     owners: Store<K>,
     consistency: ConsistencyStore,
     stale_skips: Arc<AtomicU64>,
+    stale_skip: Option<StaleSkipFn>,
     reconcile: R,
     ctx: Arc<Ctx>,
 }
@@ -318,6 +353,9 @@ where
             && let Err(why) = self.consistency.ensure_ready(&key.to_string())
         {
             self.stale_skips.fetch_add(1, Ordering::Relaxed);
+            if let Some(hook) = &self.stale_skip {
+                hook(&key, &why);
+            }
             tracing::debug!(reason = %why, "skipping the reconcile until the cache shows our writes");
             return Ok(Action::requeue_after(STALE_RECONCILE_REQUEUE));
         }

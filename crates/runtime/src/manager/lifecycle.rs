@@ -24,6 +24,7 @@ use super::config::{ConfigError, ManagerConfig};
 use super::endpoints;
 use super::error::{ManagerError, error_chain};
 use super::fence::{FenceDriver, LeaderFence};
+use super::fenced::fenced_client;
 use super::leader::LeaderElector;
 use super::runnable::{BoxError, Runnable};
 use super::signals::shutdown_on_signals;
@@ -50,7 +51,10 @@ type LeaderGauge = Family<Vec<(String, String)>, Gauge>;
 /// [`run`](Self::run) it.
 pub struct Manager {
     config: ManagerConfig,
+    /// Unfenced: for the informers and the leader election.
     client: kube::Client,
+    /// [`client`](Self::client) behind the write fence, for controllers.
+    fenced_client: kube::Client,
     factory: Arc<SharedInformerFactory>,
     registry: Registry,
     runnables: Vec<Box<dyn Runnable>>,
@@ -112,9 +116,11 @@ impl Manager {
             config.leader_election.is_some(),
             config.ready_when_standby,
         );
+        let fenced_client = fenced_client(client.clone(), fence.clone());
         Ok(Self {
             config,
             client,
+            fenced_client,
             factory,
             registry,
             runnables: Vec::new(),
@@ -125,9 +131,23 @@ impl Manager {
         })
     }
 
-    /// The client for the configured cluster.
+    /// The client for the configured cluster, behind the write fence:
+    /// with leader election, every write request through it (`POST`,
+    /// `PUT`, `PATCH`, `DELETE`: creates, deletes, patches, status writes,
+    /// events) is refused without being sent while the
+    /// [fence](Self::fence) is closed — on a stand-by, once the renew
+    /// deadline passed without a successful renewal (a paused process
+    /// included), and after leadership ended — and fails with
+    /// `kube::Error::Service` whose source is the [`FenceClosed`](super::FenceClosed)
+    /// reason. Reads always go through. Build every controller's writers
+    /// on this client (and give child controls the fence as their
+    /// [write gate](ctrlkit_childcontrol::WriteGate)) and no write of a
+    /// deposed leader leaves the process. A runnable that runs
+    /// [without leader election](super::FnRunnable::without_leader_election)
+    /// therefore cannot write through it on a stand-by. Without leader
+    /// election it is the plain client.
     pub fn client(&self) -> &kube::Client {
-        &self.client
+        &self.fenced_client
     }
 
     /// The informer factory every controller on this manager shares; the
@@ -172,15 +192,15 @@ impl Manager {
     }
 
     /// An `Api` for the namespaced `K` in the watched namespace, or in all
-    /// namespaces.
+    /// namespaces, on the fenced [`client`](Self::client).
     pub fn api<K>(&self) -> Api<K>
     where
         K: Resource<Scope = NamespaceResourceScope>,
         K::DynamicType: Default,
     {
         match self.namespace() {
-            Some(namespace) => Api::namespaced(self.client.clone(), namespace),
-            None => Api::all(self.client.clone()),
+            Some(namespace) => Api::namespaced(self.fenced_client.clone(), namespace),
+            None => Api::all(self.fenced_client.clone()),
         }
     }
 
@@ -234,6 +254,7 @@ impl Manager {
         let Self {
             config,
             client,
+            fenced_client: _,
             factory,
             registry,
             runnables,

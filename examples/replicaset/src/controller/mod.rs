@@ -1,4 +1,5 @@
-//! The generic replica controller and its two instances.
+//! The generic replica controller, its two instances, and their wiring on
+//! `ctrlkit-runtime`.
 
 mod availability;
 mod churn;
@@ -6,9 +7,7 @@ mod client;
 mod counters;
 mod creations;
 mod deletion_cost;
-mod handlers;
 mod invalid_spec;
-mod keys;
 mod manage;
 mod metrics;
 mod pods;
@@ -19,22 +18,21 @@ mod tracking_metrics;
 
 use std::fmt;
 use std::sync::Arc;
-
 use std::time::Duration;
 
 use ctrlkit_consistency::ConsistencyStore;
 use ctrlkit_expectations::{ControllerExpectations, DEFAULT_EXPECTATIONS_TTL};
 use ctrlkit_informer::{
-    BY_CONTROLLER_UID, DeletedObject, Informer, SharedInformerFactory, Store,
-    index_by_controller_uid,
+    BY_CONTROLLER_UID, BY_ORPHAN_LABEL, Informer, ObjectKey, SharedInformerFactory, Store,
+    index_by_controller_uid, index_orphans_by_label,
 };
 use ctrlkit_podcontrol::{KubePodControl, PodControl};
-use ctrlkit_worker::{Action, Workers};
+use ctrlkit_runtime::manager::{FnRunnable, Manager};
+use ctrlkit_runtime::{Action, ControllerBuilder, Owns};
 use ctrlkit_workqueue::WorkQueue;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Pod, ReplicationController};
 use kube::runtime::events::Recorder;
-use kube::runtime::watcher;
 use tokio_util::sync::CancellationToken;
 
 use crate::Error;
@@ -46,8 +44,8 @@ pub use churn::{
 };
 pub use client::{KubeOwnerClient, OwnerClient};
 pub use invalid_spec::{EMPTY_SELECTOR_REASON, INVALID_SELECTOR_REASON, SELECTOR_MISMATCH_REASON};
-pub use keys::{object_key, split_key};
 pub use metrics::ControllerMetrics;
+pub use pods::owners_selecting;
 pub use status::{
     FAILED_CREATE_REASON, FAILED_DELETE_REASON, calculate_status, desired_replicas,
     status_unchanged,
@@ -103,35 +101,56 @@ impl Default for ControllerOptions {
     }
 }
 
-/// State shared by the handlers and the workers.
+/// What every sync of one controller shares: the reconcile's context.
 pub(crate) struct Shared<O: ReplicaOwner> {
     pub(crate) pods: Store<Pod>,
     pub(crate) owners: Store<O>,
-    pub(crate) queue: WorkQueue<String>,
-    pub(crate) expectations: ControllerExpectations,
+    pub(crate) expectations: Arc<ControllerExpectations>,
     pub(crate) pod_control: Arc<dyn PodControl>,
     pub(crate) owner_client: Arc<dyn OwnerClient<O>>,
     pub(crate) burst_replicas: usize,
     pub(crate) recorder: Option<Recorder>,
     pub(crate) metrics: Option<ControllerMetrics>,
-    pub(crate) churn: churn::ChurnTracker,
+    pub(crate) churn: Arc<churn::ChurnTracker>,
     pub(crate) consistency: ConsistencyStore,
-    pub(crate) counters: counters::SyncCounters,
+    pub(crate) counters: Arc<counters::SyncCounters>,
+}
+
+/// The API side of a controller: how it writes pods, reads and writes its
+/// owners, and records events.
+struct Writers<O> {
+    pod_control: Arc<dyn PodControl>,
+    owner_client: Arc<dyn OwnerClient<O>>,
+    recorder: Option<Recorder>,
+}
+
+impl<O: ReplicaOwner> Writers<O> {
+    /// Writers through `client`; pod writes also pass `gate`, if any.
+    fn kube(client: kube::Client, gate: Option<ctrlkit_runtime::manager::LeaderFence>) -> Self {
+        let mut pods = KubePodControl::new(client.clone(), O::CONTROLLER_NAME);
+        if let Some(fence) = gate {
+            pods = pods.with_write_gate(Arc::new(fence));
+        }
+        Self {
+            pod_control: Arc::new(pods),
+            owner_client: Arc::new(KubeOwnerClient::new(client.clone())),
+            recorder: Some(Recorder::new(client, O::CONTROLLER_NAME.into())),
+        }
+    }
 }
 
 /// A controller that keeps each owner's (ReplicaSet's or
 /// ReplicationController's) pod count at `spec.replicas`, the way the
-/// kube-controller-manager does.
+/// kube-controller-manager does: a [`ctrlkit_runtime::Controller`] over
+/// the owners, owning pods, with this crate's sync as its reconcile.
 ///
-/// See the [crate documentation](crate) for the behaviour. Build it with
+/// See the [crate documentation](crate) for the behaviour. Add it to a
+/// [`Manager`] with [`Controller::add_to`] (the binaries), build it with
 /// [`Controller::new`] (against a cluster) or [`Controller::from_parts`]
 /// (tests, custom pod control), then [`run`](Controller::run) it.
 pub struct Controller<O: ReplicaOwner> {
+    runtime: ctrlkit_runtime::Controller<O>,
     shared: Arc<Shared<O>>,
-    pod_informer: Informer<Pod>,
-    owner_informer: Informer<O>,
-    workers: usize,
-    metrics: Option<ControllerMetrics>,
 }
 
 /// The ReplicaSet controller (apps/v1 ReplicaSets; events from
@@ -147,31 +166,68 @@ impl<O: ReplicaOwner> fmt::Debug for Controller<O> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Controller")
             .field("kind", &<O as k8s_openapi::Resource>::KIND)
-            .field("workers", &self.workers)
+            .field("runtime", &self.runtime)
             .field("burst_replicas", &self.shared.burst_replicas)
-            .field("queue", &self.shared.queue)
             .finish_non_exhaustive()
     }
 }
 
+/// The expectations and churn key of an object: `namespace/name`.
+pub(crate) fn key_of<K: kube::Resource>(obj: &K) -> String {
+    ObjectKey::from_object(obj).to_string()
+}
+
+impl<O: ReplicaOwner> Shared<O> {
+    /// Drops everything kept per owner (expectations, churn strikes, own
+    /// writes awaited) once the owner is gone.
+    pub(crate) fn forget_owner(&self, key: &str) {
+        self.expectations.delete_expectations(key);
+        self.churn.forget(key);
+        self.consistency.clear(key);
+    }
+}
+
+/// The reconcile the runtime calls for each key.
+async fn reconcile<O: ReplicaOwner>(
+    key: ObjectKey,
+    owner: Option<Arc<O>>,
+    shared: Arc<Shared<O>>,
+) -> Result<Action, Error> {
+    shared.sync(&key, owner).await
+}
+
 impl<O: ReplicaOwner> Controller<O> {
-    /// A controller against the cluster behind `client`.
-    ///
-    /// Registers its informers (pods and owners, all namespaces or
-    /// `options.namespace`) on `factory`, which shares them with other
-    /// controllers (one watch per resource), adds the controller-UID index
-    /// and the event handlers, and builds the queue (with the default
-    /// controller rate limiter), the expectations and a [`KubePodControl`]
-    /// recording events as `replicaset-controller` / `replication-controller`.
-    /// With a `registry`, the workqueue and worker metrics are registered in
-    /// it; two controllers sharing one registry should use
-    /// [`Controller::new_with_metrics`] with one [`ControllerMetrics`].
-    ///
-    /// The caller starts the factory (`factory.start()`) after building
-    /// every controller.
+    /// Adds the controller to `manager`, which runs it while it leads:
+    /// informers from its factory (in `--namespace`, if set), metrics in
+    /// its registry, and every write — pod creates, deletes and adoption
+    /// patches, status writes, events — through its fenced client, pod
+    /// writes also through the fence as their write gate, so a replica
+    /// that may have lost its lease writes nothing.
     ///
     /// # Errors
-    /// None at present; the `Result` leaves room for validation.
+    /// [`Error::Build`] if the controller is declared twice on `manager`.
+    pub fn add_to(manager: &mut Manager, mut options: ControllerOptions) -> Result<(), Error> {
+        options.namespace = manager.namespace().map(str::to_owned);
+        let writers = Writers::kube(manager.client().clone(), Some(manager.fence()));
+        let metrics = ControllerMetrics::register(manager.registry_mut());
+        let builder = ctrlkit_runtime::Controller::builder(manager.factory());
+        let controller = Self::build(builder, Owns::new(), writers, &options, Some(metrics))?;
+        manager.add(FnRunnable::new(O::QUEUE_NAME, move |stop| {
+            controller.run(stop)
+        }));
+        Ok(())
+    }
+
+    /// A controller against the cluster behind `client`, with informers
+    /// (pods and owners, all namespaces or `options.namespace`) from
+    /// `factory`, which shares them with other controllers; the caller
+    /// starts the factory (`factory.start()`) after building every
+    /// controller. With a `registry`, the controller's metrics are
+    /// registered in it; two controllers sharing one registry should use
+    /// [`Controller::new_with_metrics`] with one [`ControllerMetrics`].
+    ///
+    /// # Errors
+    /// [`Error::Build`] for an empty `options.namespace`.
     pub fn new(
         client: kube::Client,
         factory: &SharedInformerFactory,
@@ -183,158 +239,133 @@ impl<O: ReplicaOwner> Controller<O> {
     }
 
     /// Like [`Controller::new`], recording metrics through `metrics` (which
-    /// may be shared by several controllers) instead of registering them.
+    /// may be shared by several controllers of different kinds).
     ///
     /// # Errors
-    /// None at present; the `Result` leaves room for validation.
+    /// As [`Controller::new`], and [`Error::Build`] if `metrics` already
+    /// serves a controller of this kind.
     pub fn new_with_metrics(
         client: kube::Client,
         factory: &SharedInformerFactory,
         options: ControllerOptions,
         metrics: Option<ControllerMetrics>,
     ) -> Result<Self, Error> {
-        let config = watcher::Config::default();
-        let (pods, owners) = match &options.namespace {
-            Some(ns) => (
-                factory.namespaced::<Pod>(ns, config.clone()),
-                factory.namespaced::<O>(ns, config),
-            ),
-            None => (factory.all::<Pod>(config.clone()), factory.all::<O>(config)),
-        };
-        let pod_control: Arc<dyn PodControl> =
-            Arc::new(KubePodControl::new(client.clone(), O::CONTROLLER_NAME));
-        let owner_client: Arc<dyn OwnerClient<O>> = Arc::new(KubeOwnerClient::new(client.clone()));
-        let recorder = Recorder::new(client, O::CONTROLLER_NAME.into());
-        let mut queue = WorkQueue::builder().name(O::QUEUE_NAME);
-        if let Some(metrics) = &metrics {
-            queue = queue.metrics_provider(metrics.queue_provider());
-        }
-        Ok(Self::assemble(
-            pods,
-            owners,
-            pod_control,
-            owner_client,
+        let builder = ctrlkit_runtime::Controller::builder(factory);
+        Self::build(
+            builder,
+            Owns::new(),
+            Writers::kube(client, None),
             &options,
-            queue.build(),
-            Some(recorder),
             metrics,
-        ))
+        )
     }
 
     /// A controller over informers, pod control and owner client you
     /// provide: manual informers fed by hand and a
     /// [`FakePodControl`](ctrlkit_podcontrol::FakePodControl) in unit
-    /// tests. Adds the controller-UID index and the event handlers to both
-    /// informers; no events are recorded for invalid owners and no metrics
-    /// are kept.
+    /// tests. No events are recorded for invalid owners and no metrics are
+    /// kept.
+    ///
+    /// # Errors
+    /// [`Error::Build`] if an informer already has a different transform
+    /// or index of the names the controller uses.
     pub fn from_parts(
         pods: Informer<Pod>,
         owners: Informer<O>,
         pod_control: Arc<dyn PodControl>,
         owner_client: Arc<dyn OwnerClient<O>>,
         options: ControllerOptions,
-    ) -> Self {
-        Self::assemble(
-            pods,
-            owners,
+    ) -> Result<Self, Error> {
+        let writers = Writers {
             pod_control,
             owner_client,
-            &options,
-            WorkQueue::new(),
-            None,
-            None,
-        )
+            recorder: None,
+        };
+        let builder = ctrlkit_runtime::Controller::builder_with(owners);
+        Self::build(builder, Owns::new().informer(pods), writers, &options, None)
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn assemble(
-        pods: Informer<Pod>,
-        owners: Informer<O>,
-        pod_control: Arc<dyn PodControl>,
-        owner_client: Arc<dyn OwnerClient<O>>,
+    /// The wiring: owners and their pods (orphans reach the owners whose
+    /// selector matches them, unchanged pods do not wake their owner, a pod
+    /// turning ready looks again after `minReadySeconds`), the indexes the
+    /// sync reads, read-own-writes, and the per-owner state dropped with
+    /// the owner.
+    fn build(
+        builder: ControllerBuilder<'_, O>,
+        owns: Owns<O, Pod>,
+        writers: Writers<O>,
         options: &ControllerOptions,
-        queue: WorkQueue<String>,
-        recorder: Option<Recorder>,
         metrics: Option<ControllerMetrics>,
-    ) -> Self {
-        pods.add_index_if_absent(BY_CONTROLLER_UID, index_by_controller_uid);
-        pods::add_orphan_label_index(&pods);
-        owners.add_index_if_absent(BY_CONTROLLER_UID, index_by_controller_uid);
-        let shared = Arc::new(Shared {
-            pods: pods.store(),
-            owners: owners.store(),
-            queue,
-            expectations: ControllerExpectations::with_ttl(options.expectations_ttl),
-            pod_control,
-            owner_client,
-            burst_replicas: options.burst_replicas.max(1),
-            recorder,
-            metrics: metrics.clone(),
-            churn: churn::ChurnTracker::new(options.churn_guard.clone()),
-            consistency: read_own_writes::consistency_store(
-                options.read_own_writes,
-                options.read_own_writes_max_wait,
-                &pods.store(),
-                &owners.store(),
-            ),
-            counters: counters::SyncCounters::default(),
-        });
-        owners.add_event_handler(handlers::OwnerHandler(Arc::clone(&shared)));
-        pods.add_event_handler(handlers::PodHandler(Arc::clone(&shared)));
-        Self {
-            shared,
-            pod_informer: pods,
-            owner_informer: owners,
-            workers: options.workers.max(1),
-            metrics,
+    ) -> Result<Self, Error> {
+        let churn = Arc::new(churn::ChurnTracker::new(options.churn_guard.clone()));
+        let counters = Arc::new(counters::SyncCounters::default());
+        let owns = owns
+            .orphans(|pod, owners| {
+                owners_selecting(owners, pod)
+                    .iter()
+                    .map(|o| ObjectKey::from_object(o.as_ref()))
+                    .collect()
+            })
+            .update_filter(pods::pod_update_matters)
+            .requeue_after(|old, new, owner: &O| availability::min_ready_requeue(old, new, owner))
+            .index(BY_ORPHAN_LABEL, index_orphans_by_label);
+        let forget = Arc::clone(&churn);
+        let skipped = (Arc::clone(&counters), metrics.clone());
+        let mut builder = builder
+            .name(O::QUEUE_NAME)
+            .workers(options.workers.max(1))
+            .expectations_ttl(options.expectations_ttl)
+            .index(BY_CONTROLLER_UID, index_by_controller_uid)
+            .owns_with(owns)
+            .on_owner_deleted(move |key| forget.forget(&key.to_string()))
+            .on_stale_skip(move |_, why| {
+                read_own_writes::count_skip::<O>(&skipped.0, skipped.1.as_ref(), why)
+            });
+        if options.read_own_writes {
+            builder = builder.read_own_writes(options.read_own_writes_max_wait);
         }
+        if let Some(namespace) = &options.namespace {
+            builder = builder.namespace(namespace.clone());
+        }
+        if let Some(metrics) = &metrics {
+            builder = builder.metrics(metrics.runtime());
+        }
+        let runtime = builder.build()?;
+        let pods = runtime
+            .store_of::<Pod>()
+            .ok_or(Error::MissingCache("pods"))?;
+        let shared = Arc::new(Shared {
+            pods,
+            owners: runtime.store(),
+            expectations: Arc::clone(runtime.expectations()),
+            pod_control: writers.pod_control,
+            owner_client: writers.owner_client,
+            burst_replicas: options.burst_replicas.max(1),
+            recorder: writers.recorder,
+            metrics,
+            churn,
+            consistency: runtime.consistency().clone(),
+            counters,
+        });
+        Ok(Self { runtime, shared })
     }
 
     /// Whether both informer caches have completed their first list (for
     /// `/readyz`).
     pub fn has_synced(&self) -> bool {
-        self.pod_informer.has_synced() && self.owner_informer.has_synced()
+        self.runtime.has_synced()
     }
 
     /// Waits for the informer caches, then runs the workers until
     /// `shutdown` is cancelled; syncs in flight then finish before it
-    /// returns (the queue is shut down with drain). The caller starts the
-    /// informers (`factory.start()`).
+    /// returns. The caller starts the informers (`factory.start()`).
     ///
     /// # Errors
-    /// [`Error::CacheSync`] if an informer stops before it synced.
+    /// [`Error::Run`] if an informer stops before it synced.
     pub async fn run(self, shutdown: CancellationToken) -> Result<(), Error> {
-        let kind = <O as k8s_openapi::Resource>::KIND;
-        let synced = async {
-            self.pod_informer.wait_for_cache_sync().await?;
-            self.owner_informer.wait_for_cache_sync().await
-        };
-        tokio::select! {
-            result = synced => result.map_err(Error::CacheSync)?,
-            () = shutdown.cancelled() => {
-                self.shared.queue.shut_down();
-                return Ok(());
-            }
-        }
-        tracing::info!(
-            kind,
-            workers = self.workers,
-            "caches synced; starting workers"
-        );
-        let shared = Arc::clone(&self.shared);
-        let handler = move |key: String| {
-            let shared = Arc::clone(&shared);
-            async move { shared.sync(&key).await }
-        };
-        let mut workers = Workers::new(self.shared.queue.clone(), handler)
-            .name(O::QUEUE_NAME)
-            .concurrency(self.workers)
-            .display_keys();
-        if let Some(metrics) = &self.metrics {
-            workers = workers.metrics_provider(metrics.worker_provider());
-        }
-        let stopped = workers.run(shutdown.cancelled_owned()).await;
-        tracing::info!(kind, ?stopped, "workers stopped");
+        self.runtime
+            .run(reconcile::<O>, self.shared, shutdown.cancelled_owned())
+            .await?;
         Ok(())
     }
 
@@ -344,16 +375,18 @@ impl<O: ReplicaOwner> Controller<O> {
     ///
     /// # Errors
     /// Whatever failed; see [`Error`].
-    pub async fn sync(&self, key: &str) -> Result<Action, Error> {
-        self.shared.sync(key).await
+    pub async fn sync(&self, key: &ObjectKey) -> Result<Action, Error> {
+        self.runtime
+            .reconcile_once(key.clone(), reconcile::<O>, Arc::clone(&self.shared))
+            .await
     }
 
     /// The controller's queue of owner keys.
-    pub fn queue(&self) -> &WorkQueue<String> {
-        &self.shared.queue
+    pub fn queue(&self) -> &WorkQueue<ObjectKey> {
+        self.runtime.queue()
     }
 
-    /// The controller's expectations, keyed by owner key.
+    /// The controller's expectations, keyed by owner key (`namespace/name`).
     pub fn expectations(&self) -> &ControllerExpectations {
         &self.shared.expectations
     }
@@ -387,49 +420,15 @@ impl<O: ReplicaOwner> Controller<O> {
         self.shared.owners.clone()
     }
 
-    /// The owners whose selector matches the pod's labels (upstream's
-    /// `getPodReplicaSets`): owners with an invalid or empty selector never
-    /// match, a pod without labels matches none. More than one is a user
-    /// error and logged as a warning.
+    /// The owners whose selector matches the pod's labels (see
+    /// [`owners_selecting`]).
     pub fn owners_selecting(&self, pod: &Pod) -> Vec<Arc<O>> {
-        self.shared.owners_selecting(pod)
+        owners_selecting(&self.shared.owners, pod)
     }
 
     /// Pods of the owners sharing `owner`'s controller, used to rank pods
     /// for deletion by co-location (upstream's `getIndirectlyRelatedPods`).
     pub fn related_pods(&self, owner: &O) -> Vec<Arc<Pod>> {
         self.shared.related_pods(owner)
-    }
-
-    /// The pod-add handler (registered on the pod informer).
-    pub fn add_pod(&self, pod: &Arc<Pod>) {
-        self.shared.add_pod(pod);
-    }
-
-    /// The pod-update handler (registered on the pod informer).
-    pub fn update_pod(&self, old: &Arc<Pod>, new: &Arc<Pod>) {
-        self.shared.update_pod(old, new);
-    }
-
-    /// The pod-delete handler (registered on the pod informer); accepts
-    /// tombstones.
-    pub fn delete_pod(&self, pod: &DeletedObject<Pod>) {
-        self.shared.delete_pod(pod);
-    }
-
-    /// The owner-add handler (registered on the owner informer).
-    pub fn add_owner(&self, owner: &Arc<O>) {
-        self.shared.add_owner(owner);
-    }
-
-    /// The owner-update handler (registered on the owner informer).
-    pub fn update_owner(&self, old: &Arc<O>, new: &Arc<O>) {
-        self.shared.update_owner(old, new);
-    }
-
-    /// The owner-delete handler (registered on the owner informer); accepts
-    /// tombstones.
-    pub fn delete_owner(&self, owner: &DeletedObject<O>) {
-        self.shared.delete_owner(owner);
     }
 }
