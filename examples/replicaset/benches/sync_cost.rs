@@ -159,7 +159,8 @@ impl Case {
             Arc::new(fake.clone()),
             owners.clone(),
             ControllerOptions::default(),
-        );
+        )
+        .unwrap();
         let rs = replica_set(set_based);
         *owners.last.lock() = Some(rs.clone());
         rs_informer.apply_event(Event::Apply(rs));

@@ -33,15 +33,13 @@ async fn owner_add_update_and_delete_enqueue_the_owner() {
     h.owner(&rs);
     assert_eq!(h.drain_queue(), ["default/web"]);
     // Any update enqueues, even a resync with the same object.
-    h.controller
-        .update_owner(&Arc::new(rs.clone()), &Arc::new(rs.clone()));
+    h.update_owner(&Arc::new(rs.clone()), &Arc::new(rs.clone()));
     assert_eq!(h.drain_queue(), ["default/web"]);
 
     h.controller
         .expectations()
         .expect_creations("default/web", 1);
-    h.controller
-        .delete_owner(&DeletedObject::Final(Arc::new(rs.clone())));
+    h.delete_owner(&DeletedObject::Final(Arc::new(rs.clone())));
     assert_eq!(h.drain_queue(), ["default/web"]);
     assert!(
         h.controller
@@ -54,7 +52,7 @@ async fn owner_add_update_and_delete_enqueue_the_owner() {
     h.controller
         .expectations()
         .expect_creations("default/web", 1);
-    h.controller.delete_owner(&tombstone(rs));
+    h.delete_owner(&tombstone(rs));
     assert_eq!(h.drain_queue(), ["default/web"]);
     assert!(
         h.controller
@@ -72,7 +70,7 @@ async fn an_owner_recreated_under_the_same_name_drops_old_expectations() {
     h.controller
         .expectations()
         .expect_creations("default/web", 1);
-    h.controller.update_owner(&Arc::new(old), &Arc::new(new));
+    h.update_owner(&Arc::new(old), &Arc::new(new));
     assert!(
         h.controller
             .expectations()
@@ -200,24 +198,20 @@ async fn deletion_timestamps_count_once_per_expected_pod() {
 
     // Update that sets the deletion timestamp: observed.
     exp.expect_deletions("default/web", ["default/p".to_string()]);
-    h.controller
-        .update_pod(&Arc::new(live.clone()), &Arc::new(deleting.clone()));
+    h.update_pod(&Arc::new(live.clone()), &Arc::new(deleting.clone()));
     assert_eq!(h.drain_queue(), ["default/web"]);
     assert!(exp.satisfied("default/web"));
 
     // Expecting another pod: updates and deletes of this one do not count.
     exp.expect_deletions("default/web", ["default/second".to_string()]);
     let deleting3 = with_rv(&deleting, "3");
-    h.controller
-        .update_pod(&Arc::new(deleting.clone()), &Arc::new(deleting3.clone()));
+    h.update_pod(&Arc::new(deleting.clone()), &Arc::new(deleting3.clone()));
     assert!(!exp.satisfied("default/web"));
-    h.controller
-        .delete_pod(&DeletedObject::Final(Arc::new(deleting3)));
+    h.delete_pod(&DeletedObject::Final(Arc::new(deleting3)));
     assert!(!exp.satisfied("default/web"));
     let second = PodSpec::running("web").owned_by(&rs).build("second");
     h.drain_queue();
-    h.controller
-        .delete_pod(&DeletedObject::Final(Arc::new(second)));
+    h.delete_pod(&DeletedObject::Final(Arc::new(second)));
     assert_eq!(h.drain_queue(), ["default/web"]);
     assert!(exp.satisfied("default/web"));
 }
@@ -230,7 +224,7 @@ async fn a_resync_with_the_same_resource_version_is_ignored() {
     let pod = Arc::new(PodSpec::running("web").owned_by(&rs).build("p"));
     h.pod(&pod);
     h.drain_queue();
-    h.controller.update_pod(&pod, &pod);
+    h.update_pod(&pod, &pod);
     assert!(h.drain_queue().is_empty());
 }
 
@@ -249,26 +243,26 @@ async fn label_and_controller_changes_enqueue_old_and_new_owners() {
     // 1. Owned by foobar, labels change: only the owner.
     let old = PodSpec::running("foo").owned_by(&foo).build("p");
     let new = with_rv(&relabel(&old, "bar"), "2");
-    h.controller.update_pod(&Arc::new(old), &Arc::new(new));
+    h.update_pod(&Arc::new(old), &Arc::new(new));
     assert_eq!(h.drain_queue(), ["default/foobar"]);
 
     // 2. Owned by barfoo, reference removed: the former owner, plus the
     //    owners matching the new labels (barfoo again).
     let old = PodSpec::running("bar").owned_by(&bar).build("p");
     let new = with_rv(&orphan(&old), "2");
-    h.controller.update_pod(&Arc::new(old), &Arc::new(new));
+    h.update_pod(&Arc::new(old), &Arc::new(new));
     assert_eq!(h.drain_queue(), ["default/barfoo"]);
 
     // 3. Owned by foobar, reference removed and relabelled for barfoo: both.
     let old = PodSpec::running("foo").owned_by(&foo).build("p");
     let new = with_rv(&relabel(&orphan(&old), "bar"), "2");
-    h.controller.update_pod(&Arc::new(old), &Arc::new(new));
+    h.update_pod(&Arc::new(old), &Arc::new(new));
     assert_eq!(h.drain_queue(), ["default/barfoo", "default/foobar"]);
 
     // 4. An orphan whose labels did not change enqueues nobody.
     let old = PodSpec::running("foo").build("p");
     let new = with_rv(&old, "2");
-    h.controller.update_pod(&Arc::new(old), &Arc::new(new));
+    h.update_pod(&Arc::new(old), &Arc::new(new));
     assert!(h.drain_queue().is_empty());
 }
 
@@ -289,7 +283,7 @@ async fn a_relabelled_terminating_pod_counts_as_deleted_for_both_label_sets() {
         ),
         "2",
     );
-    h.controller.update_pod(&Arc::new(old), &Arc::new(new));
+    h.update_pod(&Arc::new(old), &Arc::new(new));
     assert_eq!(h.drain_queue(), ["default/web"]);
     assert!(h.controller.expectations().satisfied("default/web"));
 }
@@ -311,7 +305,7 @@ async fn a_pod_turning_ready_requeues_after_min_ready_seconds_plus_one() {
             .build("p"),
         "2",
     );
-    h.controller.update_pod(&Arc::new(old), &Arc::new(new));
+    h.update_pod(&Arc::new(old), &Arc::new(new));
     assert_eq!(h.drain_queue(), ["default/web"]);
     tokio::time::advance(Duration::from_secs(10)).await;
     tokio::task::yield_now().await;
@@ -330,7 +324,7 @@ async fn deleting_an_orphan_enqueues_nothing_and_tombstones_are_deletes() {
     let rs = replica_set("web", 1, "web");
     h.owner(&rs);
     h.drain_queue();
-    h.controller.delete_pod(&DeletedObject::Final(Arc::new(
+    h.delete_pod(&DeletedObject::Final(Arc::new(
         PodSpec::running("web").build("o"),
     )));
     assert!(h.drain_queue().is_empty());
@@ -338,8 +332,7 @@ async fn deleting_an_orphan_enqueues_nothing_and_tombstones_are_deletes() {
     h.controller
         .expectations()
         .expect_deletions("default/web", ["default/p".to_string()]);
-    h.controller
-        .delete_pod(&tombstone(PodSpec::running("web").owned_by(&rs).build("p")));
+    h.delete_pod(&tombstone(PodSpec::running("web").owned_by(&rs).build("p")));
     assert_eq!(h.drain_queue(), ["default/web"]);
     assert!(h.controller.expectations().satisfied("default/web"));
 }
@@ -405,7 +398,10 @@ async fn expectations_start_clean_when_an_owner_is_recreated() {
     let rs = replica_set("web", 1, "web");
     h.owner(&rs);
     assert_eq!(h.drain_queue(), ["default/web"]);
-    h.controller.sync("default/web").await.unwrap();
+    h.controller
+        .sync(&common::key("default/web"))
+        .await
+        .unwrap();
     assert_eq!(h.fake.create_count(), 1);
     assert!(!h.controller.expectations().satisfied("default/web"));
 
@@ -422,7 +418,10 @@ async fn expectations_start_clean_when_an_owner_is_recreated() {
     h.owner(&again);
     assert_eq!(h.drain_queue(), ["default/web"]);
     h.fake.clear();
-    h.controller.sync("default/web").await.unwrap();
+    h.controller
+        .sync(&common::key("default/web"))
+        .await
+        .unwrap();
     assert_eq!(h.fake.create_count(), 1);
     assert_eq!(h.fake.controller_refs()[0].uid, "uid-web-2");
     assert!(!h.controller.expectations().satisfied("default/web"));

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Parser;
 use ctrlkit_replicaset::cli::ControllerArgs;
+use ctrlkit_runtime::manager::ManagerArgs;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -137,8 +138,11 @@ fn lease_role_for(binary: &str) -> BTreeSet<(String, String, String, String)> {
     ])
 }
 
+/// What the binaries parse: the manager's flags and the controllers' own.
 #[derive(Debug, Parser)]
 struct Cli {
+    #[command(flatten)]
+    manager: ManagerArgs,
     #[command(flatten)]
     args: ControllerArgs,
 }
@@ -250,7 +254,7 @@ fn rbac_and_deployments_match_the_binaries() {
             .collect();
         let cli = Cli::try_parse_from(std::iter::once(binary.to_string()).chain(args))
             .unwrap_or_else(|e| panic!("{binary}: bad args: {e}"));
-        let settings = cli.args.run_settings(binary);
+        let settings = cli.manager.config(binary);
         let election = settings.leader_election.expect("leader election on");
         assert_eq!(election.lease_namespace, namespace);
         // The Role's resourceNames must name the lease the binary uses.

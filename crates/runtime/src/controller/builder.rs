@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use ctrlkit_consistency::{ConsistencyStore, NotObservedYet};
 use ctrlkit_expectations::{ControllerExpectations, DEFAULT_EXPECTATIONS_TTL};
-use ctrlkit_informer::{Informer, ObjectKey, SharedInformerFactory, Store, Transform};
+use ctrlkit_informer::{
+    EventHandler, Informer, ObjectKey, SharedInformerFactory, Store, Transform,
+};
 use ctrlkit_workqueue::{RateLimiter, WorkQueue};
 use kube::runtime::watcher;
 
@@ -536,7 +538,8 @@ impl<'a, K: Watchable> ControllerBuilder<'a, K> {
         for source in self.sources {
             source.install(&context, &mut installed)?;
         }
-        owner_informer.add_event_handler(OwnerHandler(Arc::clone(&context)));
+        let owner_handler: Arc<dyn EventHandler<K>> = Arc::new(OwnerHandler(Arc::clone(&context)));
+        owner_informer.add_event_handler_arc(Arc::clone(&owner_handler));
         Ok(Controller {
             name: Arc::from(name),
             owner_informer,
@@ -546,6 +549,8 @@ impl<'a, K: Watchable> ControllerBuilder<'a, K> {
             consistency,
             synced: installed.synced.into(),
             stores: Arc::new(installed.stores),
+            owner_handler,
+            owned_handlers: Arc::new(installed.owned_handlers),
             settings: RunSettings {
                 workers: self.workers,
                 timeout: self.timeout,

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use ctrlkit_consistency::{ConsistencyStore, NotObservedYet};
 use ctrlkit_expectations::ControllerExpectations;
-use ctrlkit_informer::{Informer, ObjectKey, SharedInformerFactory, Store};
+use ctrlkit_informer::{EventHandler, Informer, ObjectKey, SharedInformerFactory, Store};
 use ctrlkit_worker::{Action, Stopped, SyncError, Workers};
 use ctrlkit_workqueue::WorkQueue;
 
@@ -81,6 +81,8 @@ pub struct Controller<K> {
     consistency: ConsistencyStore,
     synced: Arc<[Arc<dyn Synced>]>,
     stores: Arc<HashMap<TypeId, Box<dyn Any + Send + Sync>>>,
+    owner_handler: Arc<dyn EventHandler<K>>,
+    owned_handlers: Arc<HashMap<TypeId, Box<dyn Any + Send + Sync>>>,
     settings: RunSettings,
     stale_skips: Arc<AtomicU64>,
     stale_skip: Option<StaleSkipFn>,
@@ -101,6 +103,8 @@ impl<K> Clone for Controller<K> {
             consistency: self.consistency.clone(),
             synced: Arc::clone(&self.synced),
             stores: Arc::clone(&self.stores),
+            owner_handler: Arc::clone(&self.owner_handler),
+            owned_handlers: Arc::clone(&self.owned_handlers),
             settings: self.settings.clone(),
             stale_skips: Arc::clone(&self.stale_skips),
             stale_skip: self.stale_skip.clone(),
@@ -156,6 +160,24 @@ impl<K: Watchable> Controller<K> {
         self.stores
             .get(&TypeId::of::<C>())
             .and_then(|s| s.downcast_ref::<Store<C>>())
+            .cloned()
+    }
+
+    /// The event handler the controller registered on the owner informer.
+    /// Call it to drive the controller exactly as the informer does, with
+    /// transitions a hand-fed informer cannot produce (an update from a
+    /// state the cache never held, a tombstone): for unit tests.
+    pub fn owner_handler(&self) -> Arc<dyn EventHandler<K>> {
+        Arc::clone(&self.owner_handler)
+    }
+
+    /// The event handler the controller registered on the informer of the
+    /// owned kind `C` (see [`owner_handler`](Self::owner_handler)); `None`
+    /// if the controller does not own `C`.
+    pub fn owned_handler<C: Watchable>(&self) -> Option<Arc<dyn EventHandler<C>>> {
+        self.owned_handlers
+            .get(&TypeId::of::<C>())
+            .and_then(|h| h.downcast_ref::<Arc<dyn EventHandler<C>>>())
             .cloned()
     }
 

@@ -381,6 +381,13 @@ impl<O: ReplicaOwner> Controller<O> {
             .await
     }
 
+    /// The runtime controller underneath: its caches, queue and event
+    /// handlers ([`owned_handler`](ctrlkit_runtime::Controller::owned_handler)
+    /// drives it as the pod informer would, in tests).
+    pub fn runtime(&self) -> &ctrlkit_runtime::Controller<O> {
+        &self.runtime
+    }
+
     /// The controller's queue of owner keys.
     pub fn queue(&self) -> &WorkQueue<ObjectKey> {
         self.runtime.queue()

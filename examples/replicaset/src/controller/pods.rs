@@ -80,6 +80,7 @@ impl<O: ReplicaOwner> Shared<O> {
 #[cfg(test)]
 mod tests {
     use async_trait::async_trait;
+    use ctrlkit_informer::Informer;
     use ctrlkit_podcontrol::FakePodControl;
     use k8s_openapi::api::apps::v1::ReplicaSet;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
