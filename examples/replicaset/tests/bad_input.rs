@@ -1160,6 +1160,56 @@ async fn testcluster_too_many_requests_are_retried_no_faster_than_retry_after() 
     live.stop().await;
 }
 
+/// A 500 on pod creates: the `ReplicaFailure` condition and the
+/// `FailedCreate` events carry the server's own message (what `kubectl
+/// describe` shows), never a Rust dump of the client error.
+#[tokio::test(start_paused = true)]
+async fn testcluster_a_failed_create_reports_the_servers_message() {
+    let faults = FaultConfig::none()
+        .with_error(ErrorRule::verb("create", 1.0, ErrorKind::InternalError).for_resource("pods"));
+    let live = Live::start::<ReplicaSet>(faults).await;
+    live.api::<ReplicaSet>()
+        .create(
+            &PostParams::default(),
+            &live_replica_set("web", 2, good_pod_spec()),
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    let server_message = "injected fault: internal error while handling";
+    let dump = |text: &str| {
+        [
+            "ApiError",
+            "Status {",
+            "API request failed",
+            "Some(",
+            "code: 500",
+        ]
+        .iter()
+        .any(|debris| text.contains(debris))
+    };
+    let status = live.status::<ReplicaSet>("web").await;
+    let (kind, reason, message) = condition(&status);
+    assert_eq!(
+        (kind.as_str(), reason.as_str()),
+        ("ReplicaFailure", "FailedCreate")
+    );
+    assert!(message.starts_with(server_message), "{message}");
+    assert!(!dump(&message), "{message}");
+    let events = live.events("FailedCreate").await;
+    assert!(!events.is_empty());
+    for event in events {
+        let note = event.note.unwrap_or_default();
+        assert!(
+            note.starts_with(&format!("Error creating: {server_message}")),
+            "{note}"
+        );
+        assert!(!dump(&note), "{note}");
+    }
+    live.tc.faults().clear();
+    live.stop().await;
+}
+
 /// Server errors on the writes the controller makes (pod creates and the
 /// status write), and a server too slow to answer: bounded requests over
 /// ten minutes, then recovery.
