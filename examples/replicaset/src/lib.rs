@@ -104,7 +104,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use ctrlkit_informer::Informer;
+//! use ctrlkit_informer::{Informer, ObjectKey};
 //! use ctrlkit_podcontrol::FakePodControl;
 //! use ctrlkit_replicaset::{ControllerOptions, OwnerClient, ReplicaSetController};
 //! use k8s_openapi::api::{apps::v1::ReplicaSet, core::v1::Pod};
