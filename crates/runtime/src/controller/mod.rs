@@ -62,8 +62,8 @@ struct RunSettings {
 /// | event | key queued | priority |
 /// |---|---|---|
 /// | owner added | the owner | low from the initial list, else normal |
-/// | owner changed | the owner | low on a resync (same resourceVersion), else normal |
-/// | owner deleted | the owner (its expectations and read-own-writes records are dropped first) | normal |
+/// | owner changed | the owner (if its UID changed — deleted and re-created unseen — the old owner's state is dropped first, as on a delete) | low on a resync (same resourceVersion), else normal |
+/// | owner deleted | the owner (its expectations and read-own-writes records are dropped first, then the [owner-deleted hook](ControllerBuilder::on_owner_deleted) runs) | normal |
 /// | owned child added / changed / deleted | its controller, if an owner of this controller in the cache with the referenced UID | as for the owner |
 /// | owned child's controller changed | the former and the new owner | normal |
 /// | orphan child | the keys of [`Owns::orphans`] | as for the owner |

@@ -68,7 +68,7 @@ mod tests {
 
     use ctrlkit_childcontrol::{ChildControl, ChildControlError, KubeChildControl, Operation};
     use ctrlkit_testcluster::{TestCluster, TestClusterConfig};
-    use k8s_openapi::api::core::v1::ConfigMap;
+    use k8s_openapi::api::coordination::v1::Lease;
     use kube::Api;
     use kube::api::{DeleteParams, PostParams};
     use std::sync::Arc;
@@ -77,10 +77,11 @@ mod tests {
     use super::super::fence::{FenceClosed, FenceDriver};
     use super::*;
 
-    fn configmap(name: &str) -> ConfigMap {
-        let mut cm = ConfigMap::default();
-        cm.metadata.name = Some(name.into());
-        cm
+    /// Any kind the test cluster serves will do.
+    fn lease(name: &str) -> Lease {
+        let mut lease = Lease::default();
+        lease.metadata.name = Some(name.into());
+        lease
     }
 
     fn fence_error(error: &kube::Error) -> Option<FenceClosed> {
@@ -97,11 +98,11 @@ mod tests {
             .unwrap();
         let driver = FenceDriver::new(Duration::from_secs(10));
         let client = fenced_client(cluster.client(), driver.fence());
-        let api: Api<ConfigMap> = Api::namespaced(client, "default");
+        let api: Api<Lease> = Api::namespaced(client, "default");
         let pp = PostParams::default();
 
         // A stand-by writes nothing but reads.
-        let refused = api.create(&pp, &configmap("a")).await.unwrap_err();
+        let refused = api.create(&pp, &lease("a")).await.unwrap_err();
         assert_eq!(fence_error(&refused), Some(FenceClosed::NotLeader));
         assert!(
             api.list(&Default::default())
@@ -113,14 +114,14 @@ mod tests {
 
         driver.renewed(Instant::now());
         driver.start_leading();
-        api.create(&pp, &configmap("a")).await.unwrap();
+        api.create(&pp, &lease("a")).await.unwrap();
 
         // Lost: deletes are refused too; the object is still there.
         driver.stop();
         let refused = api.delete("a", &DeleteParams::default()).await.unwrap_err();
         assert_eq!(fence_error(&refused), Some(FenceClosed::Stopped));
         assert!(api.get_opt("a").await.unwrap().is_some());
-        let plain: Api<ConfigMap> = Api::namespaced(cluster.client(), "default");
+        let plain: Api<Lease> = Api::namespaced(cluster.client(), "default");
         assert_eq!(
             plain.list(&Default::default()).await.unwrap().items.len(),
             1
@@ -132,11 +133,11 @@ mod tests {
         let cluster = TestCluster::start(TestClusterConfig::default())
             .await
             .unwrap();
-        let api: Api<ConfigMap> = Api::namespaced(
+        let api: Api<Lease> = Api::namespaced(
             fenced_client(cluster.client(), LeaderFence::unfenced()),
             "default",
         );
-        api.create(&PostParams::default(), &configmap("a"))
+        api.create(&PostParams::default(), &lease("a"))
             .await
             .unwrap();
     }
@@ -147,11 +148,11 @@ mod tests {
             .await
             .unwrap();
         let driver = FenceDriver::new(Duration::from_secs(10));
-        let control = KubeChildControl::<ConfigMap>::new(cluster.client(), "test")
+        let control = KubeChildControl::<Lease>::new(cluster.client(), "test")
             .with_write_gate(Arc::new(driver.fence()));
         let cref = k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
-            api_version: "v1".into(),
-            kind: "ConfigMap".into(),
+            api_version: "coordination.k8s.io/v1".into(),
+            kind: "Lease".into(),
             name: "owner".into(),
             uid: "owner-uid".into(),
             controller: Some(true),
@@ -159,7 +160,7 @@ mod tests {
         };
         let owner = Default::default();
         let err = control
-            .create("default", &configmap("child"), &owner, &cref)
+            .create("default", &lease("child"), &owner, &cref)
             .await
             .unwrap_err();
         let ChildControlError::WriteRefused(refused) = &err else {
@@ -172,7 +173,7 @@ mod tests {
         );
         let attempt = WriteAttempt {
             operation: Operation::Delete,
-            kind: "ConfigMap",
+            kind: "Lease",
             namespace: "default",
             name: Some("child"),
         };
@@ -180,7 +181,7 @@ mod tests {
         driver.start_leading();
         assert!(WriteGate::check(&driver.fence(), &attempt).is_ok());
         control
-            .create("default", &configmap("child"), &owner, &cref)
+            .create("default", &lease("child"), &owner, &cref)
             .await
             .unwrap();
     }
