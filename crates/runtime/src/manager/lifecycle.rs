@@ -51,10 +51,10 @@ type LeaderGauge = Family<Vec<(String, String)>, Gauge>;
 /// [`run`](Self::run) it.
 pub struct Manager {
     config: ManagerConfig,
-    /// Unfenced: for the informers and the leader election.
+    /// Behind the write fence: what controllers get.
     client: kube::Client,
-    /// [`client`](Self::client) behind the write fence, for controllers.
-    fenced_client: kube::Client,
+    /// Unfenced: for the informers and the leader election.
+    base_client: kube::Client,
     factory: Arc<SharedInformerFactory>,
     registry: Registry,
     runnables: Vec<Box<dyn Runnable>>,
@@ -116,11 +116,10 @@ impl Manager {
             config.leader_election.is_some(),
             config.ready_when_standby,
         );
-        let fenced_client = fenced_client(client.clone(), fence.clone());
         Ok(Self {
             config,
-            client,
-            fenced_client,
+            client: fenced_client(client.clone(), fence.clone()),
+            base_client: client,
             factory,
             registry,
             runnables: Vec::new(),
@@ -147,7 +146,7 @@ impl Manager {
     /// therefore cannot write through it on a stand-by. Without leader
     /// election it is the plain client.
     pub fn client(&self) -> &kube::Client {
-        &self.fenced_client
+        &self.client
     }
 
     /// The informer factory every controller on this manager shares; the
@@ -199,8 +198,8 @@ impl Manager {
         K::DynamicType: Default,
     {
         match self.namespace() {
-            Some(namespace) => Api::namespaced(self.fenced_client.clone(), namespace),
-            None => Api::all(self.fenced_client.clone()),
+            Some(namespace) => Api::namespaced(self.client.clone(), namespace),
+            None => Api::all(self.client.clone()),
         }
     }
 
@@ -253,8 +252,8 @@ impl Manager {
     pub async fn run(self, shutdown: CancellationToken) -> Result<(), ManagerError> {
         let Self {
             config,
-            client,
-            fenced_client: _,
+            client: _,
+            base_client: client,
             factory,
             registry,
             runnables,
