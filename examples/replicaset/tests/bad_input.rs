@@ -232,6 +232,7 @@ impl<O: ReplicaOwner> Rig<O> {
 
     fn expectations(&self) -> Option<(i64, i64)> {
         self.controller
+            .runtime()
             .expectations()
             .get_expectations(KEY)
             .map(|e| (e.add, e.del))
@@ -247,7 +248,7 @@ impl<O: ReplicaOwner> Rig<O> {
             client,
             controller,
         } = self;
-        let queue = controller.queue().clone();
+        let queue = controller.runtime().queue().clone();
         let token = CancellationToken::new();
         let task = tokio::spawn(controller.run(token.clone()));
         let watch = tokio::spawn({
@@ -544,6 +545,7 @@ async fn a_refused_connection_is_a_retryable_error() {
     assert!(!err.to_string().is_empty());
     assert_eq!(
         controller
+            .runtime()
             .expectations()
             .get_expectations(KEY)
             .map(|e| e.add),
@@ -593,7 +595,7 @@ async fn an_invalid_selector_operator_is_reported_once_and_not_retried() {
     assert_eq!(rig.client.write_count(), 1);
 
     // Run for ten minutes: the key is dropped after its one sync.
-    rig.controller.queue().add(common::key(KEY));
+    rig.controller.runtime().queue().add(common::key(KEY));
     let ran = rig.run_for(TEN_MINUTES).await;
     assert_eq!(ran.client.write_count(), 1);
     assert_eq!(ran.fake.create_count(), 0);
@@ -817,7 +819,10 @@ async fn an_owner_deleted_mid_sync_ends_the_sync_quietly() {
         &replica_set("web", 3, "web"),
         &[PodSpec::running("web").build("orphan")],
     );
-    rig.controller.expectations().expect_creations(KEY, 0);
+    rig.controller
+        .runtime()
+        .expectations()
+        .expect_creations(KEY, 0);
     *rig.client.live.lock() = None;
     let action = rig.controller.sync(&common::key(KEY)).await.unwrap();
     assert_eq!(action, ctrlkit_worker::Action::done());

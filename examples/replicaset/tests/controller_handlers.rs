@@ -37,12 +37,14 @@ async fn owner_add_update_and_delete_enqueue_the_owner() {
     assert_eq!(h.drain_queue(), ["default/web"]);
 
     h.controller
+        .runtime()
         .expectations()
         .expect_creations("default/web", 1);
     h.delete_owner(&DeletedObject::Final(Arc::new(rs.clone())));
     assert_eq!(h.drain_queue(), ["default/web"]);
     assert!(
         h.controller
+            .runtime()
             .expectations()
             .get_expectations("default/web")
             .is_none()
@@ -50,12 +52,14 @@ async fn owner_add_update_and_delete_enqueue_the_owner() {
 
     // Tombstones too.
     h.controller
+        .runtime()
         .expectations()
         .expect_creations("default/web", 1);
     h.delete_owner(&tombstone(rs));
     assert_eq!(h.drain_queue(), ["default/web"]);
     assert!(
         h.controller
+            .runtime()
             .expectations()
             .get_expectations("default/web")
             .is_none()
@@ -68,11 +72,13 @@ async fn an_owner_recreated_under_the_same_name_drops_old_expectations() {
     let old = replica_set("web", 1, "web");
     let new = edit(&old, |v| v["metadata"]["uid"] = json!("uid-web-2"));
     h.controller
+        .runtime()
         .expectations()
         .expect_creations("default/web", 1);
     h.update_owner(&Arc::new(old), &Arc::new(new));
     assert!(
         h.controller
+            .runtime()
             .expectations()
             .get_expectations("default/web")
             .is_none()
@@ -87,12 +93,14 @@ async fn a_new_owned_pod_is_a_creation_observation() {
     h.owner(&rs);
     h.drain_queue();
     h.controller
+        .runtime()
         .expectations()
         .expect_creations("default/web", 2);
     h.pod(&PodSpec::running("web").owned_by(&rs).build("a"));
     assert_eq!(h.drain_queue(), ["default/web"]);
     assert_eq!(
         h.controller
+            .runtime()
             .expectations()
             .get_expectations("default/web")
             .unwrap()
@@ -108,6 +116,7 @@ async fn a_pod_whose_controller_uid_does_not_match_is_ignored() {
     h.owner(&rs);
     h.drain_queue();
     h.controller
+        .runtime()
         .expectations()
         .expect_creations("default/web", 1);
     // Controlled by an earlier ReplicaSet with the same name.
@@ -116,6 +125,7 @@ async fn a_pod_whose_controller_uid_does_not_match_is_ignored() {
     assert!(h.drain_queue().is_empty());
     assert_eq!(
         h.controller
+            .runtime()
             .expectations()
             .get_expectations("default/web")
             .unwrap()
@@ -136,11 +146,15 @@ async fn an_orphan_enqueues_every_matching_owner_without_observing_a_creation() 
     }
     h.owner(&replica_set("other", 1, "other"));
     h.drain_queue();
-    h.controller.expectations().expect_creations("default/a", 1);
+    h.controller
+        .runtime()
+        .expectations()
+        .expect_creations("default/a", 1);
     h.pod(&PodSpec::running("web").build("orphan"));
     assert_eq!(h.drain_queue(), ["default/a", "default/b"]);
     assert_eq!(
         h.controller
+            .runtime()
             .expectations()
             .get_expectations("default/a")
             .unwrap()
@@ -175,11 +189,17 @@ async fn a_pod_seen_first_while_terminating_is_a_deletion_not_a_creation() {
     h.owner(&rs);
     h.drain_queue();
     h.controller
+        .runtime()
         .expectations()
         .expect_deletions("default/web", ["default/p".to_string()]);
     h.pod(&PodSpec::running("web").owned_by(&rs).deleting().build("p"));
     assert_eq!(h.drain_queue(), ["default/web"]);
-    assert!(h.controller.expectations().satisfied("default/web"));
+    assert!(
+        h.controller
+            .runtime()
+            .expectations()
+            .satisfied("default/web")
+    );
 }
 
 #[tokio::test]
@@ -189,7 +209,7 @@ async fn deletion_timestamps_count_once_per_expected_pod() {
     let rs = replica_set("web", 1, "web");
     h.owner(&rs);
     h.drain_queue();
-    let exp = h.controller.expectations();
+    let exp = h.controller.runtime().expectations();
     let live = PodSpec::running("web").owned_by(&rs).build("p");
     let deleting = with_rv(
         &PodSpec::running("web").owned_by(&rs).deleting().build("p"),
@@ -273,6 +293,7 @@ async fn a_relabelled_terminating_pod_counts_as_deleted_for_both_label_sets() {
     h.owner(&rs);
     h.drain_queue();
     h.controller
+        .runtime()
         .expectations()
         .expect_deletions("default/web", ["default/p".to_string()]);
     let old = PodSpec::running("web").owned_by(&rs).build("p");
@@ -285,7 +306,12 @@ async fn a_relabelled_terminating_pod_counts_as_deleted_for_both_label_sets() {
     );
     h.update_pod(&Arc::new(old), &Arc::new(new));
     assert_eq!(h.drain_queue(), ["default/web"]);
-    assert!(h.controller.expectations().satisfied("default/web"));
+    assert!(
+        h.controller
+            .runtime()
+            .expectations()
+            .satisfied("default/web")
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -330,11 +356,17 @@ async fn deleting_an_orphan_enqueues_nothing_and_tombstones_are_deletes() {
     assert!(h.drain_queue().is_empty());
 
     h.controller
+        .runtime()
         .expectations()
         .expect_deletions("default/web", ["default/p".to_string()]);
     h.delete_pod(&tombstone(PodSpec::running("web").owned_by(&rs).build("p")));
     assert_eq!(h.drain_queue(), ["default/web"]);
-    assert!(h.controller.expectations().satisfied("default/web"));
+    assert!(
+        h.controller
+            .runtime()
+            .expectations()
+            .satisfied("default/web")
+    );
 }
 
 #[tokio::test]
@@ -347,13 +379,19 @@ async fn relists_deliver_tombstones_through_the_informer() {
     h.pod(&pod);
     h.drain_queue();
     h.controller
+        .runtime()
         .expectations()
         .expect_deletions("default/web", ["default/p".to_string()]);
     // A relist without the pod: the informer hands over a tombstone.
     h.pods.apply_event(Event::Init);
     h.pods.apply_event(Event::InitDone);
     assert_eq!(h.drain_queue(), ["default/web"]);
-    assert!(h.controller.expectations().satisfied("default/web"));
+    assert!(
+        h.controller
+            .runtime()
+            .expectations()
+            .satisfied("default/web")
+    );
     assert!(h.pods.store().get(NS, "p").is_none());
 }
 
@@ -403,12 +441,18 @@ async fn expectations_start_clean_when_an_owner_is_recreated() {
         .await
         .unwrap();
     assert_eq!(h.fake.create_count(), 1);
-    assert!(!h.controller.expectations().satisfied("default/web"));
+    assert!(
+        !h.controller
+            .runtime()
+            .expectations()
+            .satisfied("default/web")
+    );
 
     h.owners.apply_event(Event::Delete(rs.clone()));
     assert_eq!(h.drain_queue(), ["default/web"]);
     assert!(
         h.controller
+            .runtime()
             .expectations()
             .get_expectations("default/web")
             .is_none()
@@ -424,5 +468,10 @@ async fn expectations_start_clean_when_an_owner_is_recreated() {
         .unwrap();
     assert_eq!(h.fake.create_count(), 1);
     assert_eq!(h.fake.controller_refs()[0].uid, "uid-web-2");
-    assert!(!h.controller.expectations().satisfied("default/web"));
+    assert!(
+        !h.controller
+            .runtime()
+            .expectations()
+            .satisfied("default/web")
+    );
 }

@@ -116,6 +116,7 @@ async fn creates_stop_after_the_first_failing_slow_start_batch() {
     // Failed and never-attempted creates were taken off the expectations.
     let exp = h
         .controller
+        .runtime()
         .expectations()
         .get_expectations("default/web")
         .unwrap();
@@ -145,6 +146,7 @@ async fn burst_round_trip(burst: usize, replicas: usize) {
         }
         let exp = h
             .controller
+            .runtime()
             .expectations()
             .get_expectations("default/web")
             .unwrap();
@@ -171,7 +173,11 @@ async fn burst_round_trip(burst: usize, replicas: usize) {
         let deleted = h.fake.deleted_pod_keys();
         assert_eq!(deleted.len(), expected);
         h.fake.clear();
-        let pending = h.controller.expectations().pending_deletions("default/web");
+        let pending = h
+            .controller
+            .runtime()
+            .expectations()
+            .pending_deletions("default/web");
         assert_eq!(pending.len(), expected);
         let store = h.pods.store();
         let pods: Vec<_> = deleted
@@ -183,6 +189,7 @@ async fn burst_round_trip(burst: usize, replicas: usize) {
         }
         assert_eq!(
             h.controller
+                .runtime()
                 .expectations()
                 .pending_deletions("default/web")
                 .len(),
@@ -222,13 +229,23 @@ async fn expectations_block_creates_until_the_pods_are_observed() {
         .await
         .unwrap();
     assert_eq!(h.fake.create_count(), 0);
-    assert!(!h.controller.expectations().satisfied("default/web"));
+    assert!(
+        !h.controller
+            .runtime()
+            .expectations()
+            .satisfied("default/web")
+    );
     assert_eq!(h.observe_created(), 0); // cleared above: nothing to feed
     // The informer shows the two pods the controller created.
     for pod in &created {
         h.pod(pod);
     }
-    assert!(h.controller.expectations().satisfied("default/web"));
+    assert!(
+        h.controller
+            .runtime()
+            .expectations()
+            .satisfied("default/web")
+    );
     h.controller
         .sync(&common::key("default/web"))
         .await
@@ -271,7 +288,12 @@ async fn the_sync_after_a_failed_create_creates_again() {
     );
     assert_eq!(h.fake.create_count(), 1);
     // The failed create lowered its expectation: not dormant.
-    assert!(h.controller.expectations().satisfied("default/web"));
+    assert!(
+        h.controller
+            .runtime()
+            .expectations()
+            .satisfied("default/web")
+    );
     h.fake.clear();
     h.controller
         .sync(&common::key("default/web"))
@@ -307,7 +329,11 @@ async fn scale_down_deletes_not_ready_pods_first() {
     let mut deleted = h.fake.deleted_pod_names();
     deleted.sort();
     assert_eq!(deleted, ["not-ready", "unscheduled"]);
-    let mut pending = h.controller.expectations().pending_deletions("default/web");
+    let mut pending = h
+        .controller
+        .runtime()
+        .expectations()
+        .pending_deletions("default/web");
     pending.sort();
     assert_eq!(pending, ["default/not-ready", "default/unscheduled"]);
 }
@@ -498,6 +524,7 @@ async fn a_deletion_seen_only_by_the_live_read_stops_adoption() {
 async fn a_deleted_owner_drops_its_expectations() {
     let h = RsHarness::new();
     h.controller
+        .runtime()
         .expectations()
         .expect_creations("default/gone", 3);
     let action = h
@@ -508,6 +535,7 @@ async fn a_deleted_owner_drops_its_expectations() {
     assert_eq!(action, ctrlkit_worker::Action::done());
     assert!(
         h.controller
+            .runtime()
             .expectations()
             .get_expectations("default/gone")
             .is_none()
@@ -602,6 +630,7 @@ async fn absurd_replica_counts_create_one_burst_per_sync() {
     assert_eq!(h.fake.create_count(), 500);
     let exp = h
         .controller
+        .runtime()
         .expectations()
         .get_expectations("default/web")
         .unwrap();
@@ -669,6 +698,7 @@ async fn a_terminating_namespace_is_not_a_create_failure() {
     // Counted as successes: the expectation stays until the owner goes.
     let exp = h
         .controller
+        .runtime()
         .expectations()
         .get_expectations("default/web")
         .unwrap();
@@ -694,6 +724,7 @@ async fn failed_deletes_set_failed_delete_and_lower_expectations() {
     assert_eq!(h.fake.delete_count(), 2);
     assert_eq!(
         h.controller
+            .runtime()
             .expectations()
             .pending_deletions("default/web")
             .len(),

@@ -36,6 +36,7 @@ async fn an_adopted_orphan_does_not_satisfy_a_creation_expectation() {
     let created = h.fake.created_pods();
     assert_eq!(
         h.controller
+            .runtime()
             .expectations()
             .get_expectations(KEY)
             .unwrap()
@@ -52,15 +53,20 @@ async fn an_adopted_orphan_does_not_satisfy_a_creation_expectation() {
     h.pod(&adopted);
     // Nor is a pod someone else created with a reference to us.
     h.pod(&PodSpec::running("web").owned_by(&rs).build("impostor"));
-    let exp = h.controller.expectations().get_expectations(KEY).unwrap();
+    let exp = h
+        .controller
+        .runtime()
+        .expectations()
+        .get_expectations(KEY)
+        .unwrap();
     assert_eq!(exp.add, 2, "foreign pods lowered the creation count");
     assert!(exp.tracks_creations);
-    assert!(!h.controller.expectations().satisfied(KEY));
+    assert!(!h.controller.runtime().expectations().satisfied(KEY));
 
     for pod in &created {
         h.pod(pod);
     }
-    assert!(h.controller.expectations().satisfied(KEY));
+    assert!(h.controller.runtime().expectations().satisfied(KEY));
 }
 
 #[tokio::test(start_paused = true)]
@@ -88,7 +94,10 @@ async fn a_lost_create_event_is_detected_and_reported_at_the_ttl() {
     tokio::time::advance(delay).await;
     h.controller.sync(&common::key(KEY)).await.unwrap();
     assert_eq!(h.controller.lost_creations(), 1);
-    assert_eq!(h.controller.expectations().stats().lost_creations, 1);
+    assert_eq!(
+        h.controller.runtime().expectations().stats().lost_creations,
+        1
+    );
     // The missing pod is created again, and the loss is reported once.
     assert_eq!(h.fake.create_count(), 1);
     h.observe_created();
@@ -122,7 +131,7 @@ async fn a_sync_waits_until_the_informers_show_the_controllers_own_writes() {
     }
     h.controller.sync(&common::key(KEY)).await.unwrap();
     assert_eq!(h.controller.stale_sync_skips(), 2);
-    let pending = h.controller.consistency().pending(KEY);
+    let pending = h.controller.runtime().consistency().pending(KEY);
     assert_eq!(pending.len(), 1);
     assert_eq!(pending[0].0, GroupResource::of::<ReplicaSet>());
 
@@ -148,7 +157,7 @@ async fn with_read_own_writes_off_a_sync_runs_on_a_stale_cache() {
     h.owner(&replica_set("web", 2, "web"));
     h.controller.sync(&common::key(KEY)).await.unwrap();
     h.controller.sync(&common::key(KEY)).await.unwrap();
-    assert!(!h.controller.consistency().is_enabled());
+    assert!(!h.controller.runtime().consistency().is_enabled());
     assert_eq!(h.controller.stale_sync_skips(), 0);
     // The second sync wrote the status again, from the outdated owner.
     let updates = h.client.updates();
@@ -171,9 +180,9 @@ async fn a_cache_that_never_catches_up_holds_the_owner_back_only_for_the_maximum
     tokio::time::advance(Duration::from_secs(1)).await;
     h.controller.sync(&common::key(KEY)).await.unwrap();
     assert_eq!(h.controller.stale_sync_skips(), 1);
-    assert!(h.controller.consistency().stats().gave_up >= 1);
+    assert!(h.controller.runtime().consistency().stats().gave_up >= 1);
     // The pod writes were given up on (the status write just made is new).
-    let pending = h.controller.consistency().pending(KEY);
+    let pending = h.controller.runtime().consistency().pending(KEY);
     assert!(
         pending
             .iter()
@@ -189,9 +198,9 @@ async fn deleting_the_owner_forgets_its_writes() {
     let rs = replica_set("web", 2, "web");
     h.owner(&rs);
     h.controller.sync(&common::key(KEY)).await.unwrap();
-    assert!(!h.controller.consistency().is_empty());
+    assert!(!h.controller.runtime().consistency().is_empty());
     h.owners.apply_event(Event::Delete(rs));
-    assert!(h.controller.consistency().is_empty());
+    assert!(h.controller.runtime().consistency().is_empty());
 }
 
 /// The fake pod control, with the resourceVersion an API server would put
@@ -255,7 +264,7 @@ async fn adopting_a_pod_is_an_own_write() {
     owners.apply_event(Event::Apply(rs.clone()));
     pods.apply_event(Event::Apply(PodSpec::running("web").build("orphan")));
     controller.sync(&common::key(KEY)).await.unwrap();
-    let pending = controller.consistency().pending(KEY);
+    let pending = controller.runtime().consistency().pending(KEY);
     assert!(
         pending.contains(&(GroupResource::of::<Pod>(), "500".to_owned())),
         "{pending:?}"
@@ -280,7 +289,7 @@ async fn adopting_a_pod_is_an_own_write() {
     controller.sync(&common::key(KEY)).await.unwrap();
     assert_eq!(controller.stale_sync_skips(), 1);
     // Only the status write this sync made (one replica now) is pending.
-    let pending = controller.consistency().pending(KEY);
+    let pending = controller.runtime().consistency().pending(KEY);
     assert_eq!(pending.len(), 1, "{pending:?}");
     assert_eq!(pending[0].0, GroupResource::of::<ReplicaSet>());
 }

@@ -408,7 +408,7 @@ impl<O: ReplicaOwner> Harness<O> {
 
     /// Takes every key in the queue now (marking each done), sorted.
     pub fn drain_queue(&self) -> Vec<String> {
-        let queue = self.controller.queue();
+        let queue = self.controller.runtime().queue();
         let mut keys = Vec::new();
         while let Some(key) = queue.try_get() {
             queue.done(&key);
