@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use common::{Harness, NS, PodSpec, edit, replica_set, replication_controller};
 use ctrlkit_informer::{DeletedFinalStateUnknown, DeletedObject, ObjectKey};
+use ctrlkit_replicaset::owners_selecting;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Pod, ReplicationController};
 use serde_json::json;
@@ -417,11 +418,10 @@ async fn owner_lookup_by_labels_stays_in_the_namespace_and_skips_empty_selectors
     h.owner(&elsewhere);
     h.owner(&empty);
     let pod = PodSpec::running("web").build("p");
-    assert!(h.controller.owners_selecting(&pod).is_empty());
+    let owners = h.controller.runtime().store();
+    assert!(owners_selecting(&owners, &pod).is_empty());
     h.owner(&replica_set("bar", 1, "web"));
-    let found: Vec<_> = h
-        .controller
-        .owners_selecting(&pod)
+    let found: Vec<_> = owners_selecting(&owners, &pod)
         .iter()
         .map(|o| o.metadata.name.clone().unwrap())
         .collect();

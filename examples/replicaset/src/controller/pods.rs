@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use ctrlkit_informer::{Store, controller_ref};
+use ctrlkit_informer::{ObjectKey, Store, controller_ref};
 use ctrlkit_refmanager::Selector;
 use k8s_openapi::api::core::v1::Pod;
 
@@ -39,6 +39,14 @@ pub fn owners_selecting<O: ReplicaOwner>(owners: &Store<O>, pod: &Pod) -> Vec<Ar
         );
     }
     matching
+}
+
+/// The keys of the owners an orphan is offered to for adoption.
+pub(super) fn orphan_owner_keys<O: ReplicaOwner>(pod: &Pod, owners: &Store<O>) -> Vec<ObjectKey> {
+    owners_selecting(owners, pod)
+        .iter()
+        .map(|owner| ObjectKey::from_object(owner.as_ref()))
+        .collect()
 }
 
 /// Whether an update of a pod (whose controller did not change) should

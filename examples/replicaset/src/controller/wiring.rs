@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{
     ControllerMetrics, ControllerOptions, KubeOwnerClient, OwnerClient, Shared, availability,
-    churn, counters, owners_selecting, pods, read_own_writes,
+    churn, counters, pods, read_own_writes,
 };
 use crate::Error;
 use crate::owner::ReplicaOwner;
@@ -33,14 +33,11 @@ struct Writers<O> {
 }
 
 impl<O: ReplicaOwner> Writers<O> {
-    /// Writers through `client`; pod writes also pass `gate`, if any.
-    fn kube(client: kube::Client, gate: Option<LeaderFence>) -> Self {
-        let mut pods = KubePodControl::new(client.clone(), O::CONTROLLER_NAME);
-        if let Some(fence) = gate {
-            pods = pods.with_write_gate(Arc::new(fence));
-        }
+    /// Writers through `client`; pod writes also pass `fence`.
+    fn kube(client: kube::Client, fence: LeaderFence) -> Self {
+        let pods = KubePodControl::new(client.clone(), O::CONTROLLER_NAME);
         Self {
-            pod_control: Arc::new(pods),
+            pod_control: Arc::new(pods.with_write_gate(Arc::new(fence))),
             owner_client: Arc::new(KubeOwnerClient::new(client.clone())),
             recorder: Some(Recorder::new(client, O::CONTROLLER_NAME.into())),
         }
@@ -72,11 +69,7 @@ pub type ReplicationManager = Controller<ReplicationController>;
 
 impl<O: ReplicaOwner> fmt::Debug for Controller<O> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Controller")
-            .field("kind", &<O as k8s_openapi::Resource>::KIND)
-            .field("runtime", &self.runtime)
-            .field("burst_replicas", &self.shared.burst_replicas)
-            .finish_non_exhaustive()
+        f.debug_tuple("Controller").field(&self.runtime).finish()
     }
 }
 
@@ -101,7 +94,7 @@ impl<O: ReplicaOwner> Controller<O> {
     /// [`Error::Build`] if the controller is declared twice on `manager`.
     pub fn add_to(manager: &mut Manager, mut options: ControllerOptions) -> Result<(), Error> {
         options.namespace = manager.namespace().map(str::to_owned);
-        let writers = Writers::kube(manager.client().clone(), Some(manager.fence()));
+        let writers = Writers::kube(manager.client().clone(), manager.fence());
         let metrics = ControllerMetrics::register(manager.registry_mut());
         let builder = ctrlkit_runtime::Controller::builder(manager.factory());
         let controller = Self::build(builder, Owns::new(), writers, &options, Some(metrics))?;
@@ -116,8 +109,7 @@ impl<O: ReplicaOwner> Controller<O> {
     /// `factory`, which shares them with other controllers; the caller
     /// starts the factory (`factory.start()`) after building every
     /// controller. With a `registry`, the controller's metrics are
-    /// registered in it; two controllers sharing one registry should use
-    /// [`Controller::new_with_metrics`] with one [`ControllerMetrics`].
+    /// registered in it (one registry per controller kind).
     ///
     /// # Errors
     /// [`Error::Build`] for an empty `options.namespace`.
@@ -128,29 +120,9 @@ impl<O: ReplicaOwner> Controller<O> {
         registry: Option<&mut prometheus_client::registry::Registry>,
     ) -> Result<Self, Error> {
         let metrics = registry.map(ControllerMetrics::register);
-        Self::new_with_metrics(client, factory, options, metrics)
-    }
-
-    /// Like [`Controller::new`], recording metrics through `metrics` (which
-    /// may be shared by several controllers of different kinds).
-    ///
-    /// # Errors
-    /// As [`Controller::new`], and [`Error::Build`] if `metrics` already
-    /// serves a controller of this kind.
-    pub fn new_with_metrics(
-        client: kube::Client,
-        factory: &SharedInformerFactory,
-        options: ControllerOptions,
-        metrics: Option<ControllerMetrics>,
-    ) -> Result<Self, Error> {
         let builder = ctrlkit_runtime::Controller::builder(factory);
-        Self::build(
-            builder,
-            Owns::new(),
-            Writers::kube(client, None),
-            &options,
-            metrics,
-        )
+        let writers = Writers::kube(client, LeaderFence::unfenced());
+        Self::build(builder, Owns::new(), writers, &options, metrics)
     }
 
     /// A controller over informers, pod control and owner client you
@@ -193,12 +165,7 @@ impl<O: ReplicaOwner> Controller<O> {
         let churn = Arc::new(churn::ChurnTracker::new(options.churn_guard.clone()));
         let counters = Arc::new(counters::SyncCounters::default());
         let owns = owns
-            .orphans(|pod, owners| {
-                owners_selecting(owners, pod)
-                    .iter()
-                    .map(|o| ObjectKey::from_object(o.as_ref()))
-                    .collect()
-            })
+            .orphans(pods::orphan_owner_keys)
             .update_filter(pods::pod_update_matters)
             .requeue_after(|old, new, owner: &O| availability::min_ready_requeue(old, new, owner))
             .index(BY_ORPHAN_LABEL, index_orphans_by_label);
@@ -288,12 +255,6 @@ impl<O: ReplicaOwner> Controller<O> {
     /// `replicaset_controller_lost_creations_total`).
     pub fn lost_creations(&self) -> u64 {
         self.shared.counters.lost_creations_reported()
-    }
-
-    /// The owners whose selector matches the pod's labels (see
-    /// [`owners_selecting`]).
-    pub fn owners_selecting(&self, pod: &Pod) -> Vec<Arc<O>> {
-        owners_selecting(&self.shared.owners, pod)
     }
 
     /// Pods of the owners sharing `owner`'s controller, used to rank pods
