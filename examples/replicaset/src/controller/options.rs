@@ -14,7 +14,7 @@ pub const BURST_REPLICAS: usize = 500;
 /// `--concurrent-replicaset-syncs` / `--concurrent-rc-syncs`.
 pub const DEFAULT_WORKERS: usize = 5;
 
-/// Settings of a [`Controller`]. `Default` gives upstream's numbers.
+/// Settings of a [`Controller`](crate::Controller). `Default` gives upstream's numbers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ControllerOptions {
     /// Keys synced concurrently (default 5; 0 is treated as 1).
