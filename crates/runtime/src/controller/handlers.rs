@@ -66,7 +66,7 @@ thread_local! {
 
 /// Calls `f` with the expectations keys of `owner` and of `child` (empty
 /// without one), formatted as [`ObjectKey`]'s `Display` does.
-fn with_expectation_keys<R>(
+pub(crate) fn with_expectation_keys<R>(
     owner: &ObjectKey,
     child: Option<&ObjectMeta>,
     f: impl FnOnce(&str, &str) -> R,

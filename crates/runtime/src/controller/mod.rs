@@ -291,7 +291,11 @@ impl<K: Watchable> Controller<K> {
             workers = self.settings.workers,
             "caches synced; starting workers"
         );
-        let reconciler = Arc::new(self.reconciler(reconcile, ctx));
+        let reconciler = Arc::new(Reconciler {
+            controller: self.clone(),
+            reconcile,
+            ctx,
+        });
         let handler = move |key: ObjectKey| {
             let reconciler = Arc::clone(&reconciler);
             async move { reconciler.reconcile(key).await }
@@ -338,28 +342,37 @@ impl<K: Watchable> Controller<K> {
         R: Fn(ObjectKey, Option<Arc<K>>, Arc<Ctx>) -> Fut,
         Fut: Future<Output = Result<Action, E>>,
     {
-        self.reconciler(reconcile, ctx).reconcile(key).await
+        match self.cached_if_ready(&key) {
+            Ok(object) => reconcile(key, object, ctx).await,
+            Err(wait) => Ok(wait),
+        }
     }
 
-    fn reconciler<R, Ctx>(&self, reconcile: R, ctx: Arc<Ctx>) -> Reconciler<K, R, Ctx> {
-        Reconciler {
-            owners: self.owners.clone(),
-            consistency: self.consistency.clone(),
-            stale_skips: Arc::clone(&self.stale_skips),
-            stale_skip: self.stale_skip.clone(),
-            reconcile,
-            ctx,
+    /// The owner as cached, once the caches show every write recorded for
+    /// `key` (read-own-writes); otherwise the skip is counted and the
+    /// requeue to return instead of reconciling.
+    fn cached_if_ready(&self, key: &ObjectKey) -> Result<Option<Arc<K>>, Action> {
+        if self.consistency.is_enabled() {
+            let ready = handlers::with_expectation_keys(key, None, |owner_key, _| {
+                self.consistency.ensure_ready(owner_key)
+            });
+            if let Err(why) = ready {
+                self.stale_skips.fetch_add(1, Ordering::Relaxed);
+                if let Some(hook) = &self.stale_skip {
+                    hook(key, &why);
+                }
+                tracing::debug!(reason = %why, "skipping the reconcile until the cache shows our writes");
+                return Err(Action::requeue_after(STALE_RECONCILE_REQUEUE));
+            }
         }
+        Ok(self.owners.get_by_key(key))
     }
 }
 
-/// What each reconcile needs: the cache, the read-own-writes check and the
-/// user's function and context.
+/// What each reconcile needs: the controller's caches and read-own-writes
+/// check, and the user's function and context.
 struct Reconciler<K, R, Ctx> {
-    owners: Store<K>,
-    consistency: ConsistencyStore,
-    stale_skips: Arc<AtomicU64>,
-    stale_skip: Option<StaleSkipFn>,
+    controller: Controller<K>,
     reconcile: R,
     ctx: Arc<Ctx>,
 }
@@ -371,17 +384,9 @@ where
     Fut: Future<Output = Result<Action, E>>,
 {
     async fn reconcile(&self, key: ObjectKey) -> Result<Action, E> {
-        if self.consistency.is_enabled()
-            && let Err(why) = self.consistency.ensure_ready(&key.to_string())
-        {
-            self.stale_skips.fetch_add(1, Ordering::Relaxed);
-            if let Some(hook) = &self.stale_skip {
-                hook(&key, &why);
-            }
-            tracing::debug!(reason = %why, "skipping the reconcile until the cache shows our writes");
-            return Ok(Action::requeue_after(STALE_RECONCILE_REQUEUE));
+        match self.controller.cached_if_ready(&key) {
+            Ok(object) => (self.reconcile)(key, object, Arc::clone(&self.ctx)).await,
+            Err(wait) => Ok(wait),
         }
-        let object = self.owners.get_by_key(&key);
-        (self.reconcile)(key, object, Arc::clone(&self.ctx)).await
     }
 }
