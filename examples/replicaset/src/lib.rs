@@ -149,7 +149,7 @@
 //! replica_sets.apply_event(Event::Apply(rs));
 //! // The add handler queued the ReplicaSet.
 //! let key = ObjectKey::new("default", "web");
-//! assert_eq!(controller.queue().try_get(), Some(key.clone()));
+//! assert_eq!(controller.runtime().queue().try_get(), Some(key.clone()));
 //!
 //! controller.sync(&key).await.unwrap();
 //! assert_eq!(fake.create_count(), 3);
