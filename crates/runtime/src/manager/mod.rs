@@ -212,6 +212,7 @@ mod config;
 mod endpoints;
 mod error;
 mod fence;
+mod fenced;
 mod kubeconfig;
 mod leader;
 mod lifecycle;
