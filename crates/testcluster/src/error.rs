@@ -41,6 +41,18 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// A CustomResourceDefinition was stored but is not established: its
+    /// names conflict with another definition's (`NamesAccepted` False).
+    #[error("CustomResourceDefinition {name} is not established: {reason}: {message}")]
+    NotEstablished {
+        /// The definition's name.
+        name: String,
+        /// The reason of the condition that keeps it from being served,
+        /// e.g. `KindConflict`.
+        reason: String,
+        /// Its message, e.g. `"CronTab" is already in use`.
+        message: String,
+    },
     /// The cluster refused a document, as the API would have answered.
     #[error("document {document}: {code} {reason}: {message}")]
     Rejected {
