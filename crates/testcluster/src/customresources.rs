@@ -222,14 +222,18 @@ impl CustomHooks {
 }
 
 /// Whether two objects differ outside `metadata` (and the `apiVersion`
-/// they are written at): what bumps a custom object's `generation`.
-fn differs_outside_metadata(old: &Value, new: &Value) -> bool {
+/// they are written at, and `status` when it is a subresource, which only
+/// status writes change): what bumps a custom object's `generation`.
+fn differs_outside_metadata(old: &Value, new: &Value, status_subresource: bool) -> bool {
     let (Some(old), Some(new)) = (old.as_object(), new.as_object()) else {
         return old != new;
     };
     let relevant = |m: &Map<String, Value>| {
         m.iter()
-            .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "apiVersion" | "kind"))
+            .filter(|(k, _)| {
+                !matches!(k.as_str(), "metadata" | "apiVersion" | "kind")
+                    && !(status_subresource && k.as_str() == "status")
+            })
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect::<BTreeMap<_, _>>()
     };
@@ -257,7 +261,7 @@ impl KindHooks for CustomHooks {
         old: &Value,
         new: &mut Value,
     ) -> Result<(), ApiError> {
-        if differs_outside_metadata(old, new) {
+        if differs_outside_metadata(old, new, self.version.subresources.status) {
             let generation = old
                 .at(&["metadata", "generation"])
                 .and_then(Value::as_i64)
@@ -1018,9 +1022,12 @@ mod tests {
         let mut new = old.clone();
         new["metadata"]["labels"]["a"] = json!("c");
         new["apiVersion"] = json!("x/v2");
-        assert!(!differs_outside_metadata(&old, &new));
+        assert!(!differs_outside_metadata(&old, &new, false));
+        new["status"] = json!({"ready": true});
+        assert!(!differs_outside_metadata(&old, &new, true));
+        assert!(differs_outside_metadata(&old, &new, false));
         new["extra"] = json!(true);
-        assert!(differs_outside_metadata(&old, &new));
+        assert!(differs_outside_metadata(&old, &new, true));
     }
 
     #[test]
