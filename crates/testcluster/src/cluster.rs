@@ -36,6 +36,8 @@ pub struct TestCluster {
     /// The bearer token of [`ADMIN_USER`].
     admin_token: String,
     rbac: bool,
+    /// The certificate authority (DER, PEM) of a cluster serving HTTPS.
+    ca: Option<(Vec<u8>, String)>,
     faults: Arc<FaultInjector>,
     kubelet: Option<Kubelet>,
     api: Arc<Api>,
@@ -51,13 +53,20 @@ impl std::fmt::Debug for TestCluster {
     }
 }
 
-/// A kube client for the cluster at `base_url` authenticating with
-/// `token`; `internal` marks the cluster's own components' requests.
-fn client_for(base_url: &str, internal: bool, token: &str) -> Result<kube::Client, Error> {
+/// A kube client for the cluster at `base_url` (trusting `ca`, DER, when
+/// it serves HTTPS) authenticating with `token`; `internal` marks the
+/// cluster's own components' requests.
+fn client_for(
+    base_url: &str,
+    ca: Option<&[u8]>,
+    internal: bool,
+    token: &str,
+) -> Result<kube::Client, Error> {
     let uri: http::Uri = base_url
         .parse()
         .map_err(|e| Error::Bootstrap(format!("invalid base URL {base_url}: {e}")))?;
     let mut config = kube::Config::new(uri);
+    config.root_cert = ca.map(|der| vec![der.to_vec()]);
     if internal {
         config.headers.push((
             HeaderName::from_static(INTERNAL_HEADER),
@@ -80,7 +89,15 @@ impl TestCluster {
             .await
             .map_err(Error::Bind)?;
         let addr = listener.local_addr().map_err(Error::Bind)?;
-        let base_url = format!("http://{addr}");
+        // A cluster that authenticates requests serves HTTPS: kubectl
+        // sends tokens only over TLS.
+        let certs = if config.rbac {
+            Some(crate::tls::ClusterCerts::generate()?)
+        } else {
+            None
+        };
+        let scheme = if certs.is_some() { "https" } else { "http" };
+        let base_url = format!("{scheme}://{addr}");
         let api = Arc::new(
             Api::new(
                 config.watch_history,
@@ -115,19 +132,34 @@ impl TestCluster {
         let app = axum::Router::new()
             .fallback(server::handle)
             .with_state(state);
-        let listener = listener.tap_io(|tcp| {
-            // Small request/response pairs must not wait for Nagle.
-            let _ = tcp.set_nodelay(true);
-        });
         let mut tasks = Vec::new();
-        tasks.push(tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        }));
+        match &certs {
+            Some(certs) => {
+                let (listener, accepting) =
+                    crate::tls::TlsListener::spawn(listener, certs.server.clone())
+                        .map_err(Error::Bind)?;
+                tasks.push(accepting);
+                tasks.push(tokio::spawn(async move {
+                    let _ = axum::serve(listener, app).await;
+                }));
+            }
+            None => {
+                let listener = listener.tap_io(|tcp| {
+                    // Small request/response pairs must not wait for Nagle.
+                    let _ = tcp.set_nodelay(true);
+                });
+                tasks.push(tokio::spawn(async move {
+                    let _ = axum::serve(listener, app).await;
+                }));
+            }
+        }
         tasks.push(tokio::spawn(crate::gc::run(api.clone())));
-        let client = client_for(&base_url, false, &admin_token)?;
+        let ca = certs.map(|c| (c.ca_der, c.ca_pem));
+        let ca_der = ca.as_ref().map(|(der, _)| der.as_slice());
+        let client = client_for(&base_url, ca_der, false, &admin_token)?;
         let kubelet = match config.kubelet {
             Some(k) => Some(Kubelet::spawn_with_clock(
-                client_for(&base_url, true, &kubelet_token)?,
+                client_for(&base_url, ca_der, true, &kubelet_token)?,
                 k,
                 config.clock.clone(),
             )),
@@ -139,6 +171,7 @@ impl TestCluster {
             tokens,
             admin_token,
             rbac: config.rbac,
+            ca,
             faults,
             kubelet,
             api,
@@ -179,7 +212,22 @@ impl TestCluster {
     /// A kube client authenticating as user `name` in `groups` (see
     /// [`token_for_user`](Self::token_for_user)).
     pub fn client_for_user(&self, name: &str, groups: &[&str]) -> Result<kube::Client, Error> {
-        client_for(&self.base_url, false, &self.token_for_user(name, groups))
+        client_for(
+            &self.base_url,
+            self.ca_der(),
+            false,
+            &self.token_for_user(name, groups),
+        )
+    }
+
+    fn ca_der(&self) -> Option<&[u8]> {
+        self.ca.as_ref().map(|(der, _)| der.as_slice())
+    }
+
+    /// The certificate authority (PEM) whose serving certificate the
+    /// cluster presents, when it serves HTTPS (with RBAC on).
+    pub fn certificate_authority(&self) -> Option<&str> {
+        self.ca.as_ref().map(|(_, pem)| pem.as_str())
     }
 
     /// A kube client authenticating as the ServiceAccount
@@ -193,16 +241,23 @@ impl TestCluster {
     ) -> Result<kube::Client, Error> {
         client_for(
             &self.base_url,
+            self.ca_der(),
             false,
             &self.token_for_service_account(namespace, name),
         )
     }
 
     fn kubeconfig_with(&self, user: &str, token: &str) -> Kubeconfig {
+        use base64::Engine as _;
+        let mut cluster = json!({"server": self.base_url});
+        if let Some(pem) = self.certificate_authority() {
+            cluster["certificate-authority-data"] =
+                json!(base64::engine::general_purpose::STANDARD.encode(pem));
+        }
         let doc = json!({
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "testcluster", "cluster": {"server": self.base_url}}],
+            "clusters": [{"name": "testcluster", "cluster": cluster}],
             "users": [{"name": user, "user": {"token": token}}],
             "contexts": [{"name": "testcluster", "context": {"cluster": "testcluster", "user": user, "namespace": "default"}}],
             "current-context": "testcluster",

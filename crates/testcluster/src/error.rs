@@ -11,6 +11,10 @@ pub enum Error {
     /// The kube client for the cluster could not be built.
     #[error("building the kube client failed: {0}")]
     Client(#[source] kube::Error),
+    /// The certificates of a cluster serving HTTPS (with RBAC) could not
+    /// be made.
+    #[error("setting up TLS failed: {0}")]
+    Tls(#[from] crate::tls::TlsError),
     /// The built-in namespaces could not be created.
     #[error("bootstrapping the cluster state failed: {0}")]
     Bootstrap(String),

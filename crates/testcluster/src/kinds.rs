@@ -578,14 +578,16 @@ pub(crate) fn register_builtins(reg: &Registry) -> Result<Builtins, RegisterErro
     let batch =
         |plural, singular, kind| ResourceDef::new("batch", "v1", plural, singular, kind, true);
     let rbac = |plural, singular, kind, namespaced| {
-        ResourceDef::new(
+        let mut def = ResourceDef::new(
             "rbac.authorization.k8s.io",
             "v1",
             plural,
             singular,
             kind,
             namespaced,
-        )
+        );
+        def.path_segment_names = true;
+        def
     };
     let mut namespaces = core("namespaces", "namespace", "Namespace", false)
         .short_names(&["ns"])

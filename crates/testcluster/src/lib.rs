@@ -129,6 +129,7 @@ mod store;
 mod summary;
 mod table;
 mod templates;
+mod tls;
 mod watch;
 
 pub use clock::{Clock, SystemClock, TokioClock};
@@ -136,3 +137,4 @@ pub use cluster::{ADMIN_USER, TestCluster};
 pub use config::TestClusterConfig;
 pub use error::Error;
 pub use stats::{RequestKey, RequestStats, StatusCounts};
+pub use tls::TlsError;

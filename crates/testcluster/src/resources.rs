@@ -222,6 +222,9 @@ pub(crate) struct ResourceDef {
     pub(crate) strategic_merge: bool,
     /// Set for a review resource (create only, nothing stored).
     pub(crate) review: Option<Review>,
+    /// Whether names are path segments (RBAC kinds, `system:masters`)
+    /// rather than DNS subdomains.
+    pub(crate) path_segment_names: bool,
 }
 
 impl fmt::Debug for ResourceDef {
@@ -305,6 +308,7 @@ impl ResourceDef {
             defaults_on_read: false,
             strategic_merge: true,
             review: None,
+            path_segment_names: false,
         }
     }
 
