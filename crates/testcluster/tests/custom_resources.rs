@@ -11,6 +11,7 @@ use common::crds::{crontab, crontab_object, crontab_version};
 use common::{api_error, eventually, start};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::CustomResourceExt;
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch,
     PatchParams, PostParams, WatchEvent, WatchParams,
@@ -844,5 +845,113 @@ async fn finalizers_on_custom_objects_are_honoured() {
     .await
     .unwrap();
     eventually(|| async { api.get_opt("fin").await.unwrap().is_none() }).await;
+    cluster.shutdown().await;
+}
+
+/// A custom resource type as an operator author writes it.
+#[derive(
+    kube::CustomResource, serde::Deserialize, serde::Serialize, Clone, Debug, schemars::JsonSchema,
+)]
+#[kube(
+    group = "example.ctrlkit.dev",
+    version = "v1",
+    kind = "Backup",
+    namespaced,
+    status = "BackupStatus",
+    shortname = "bk",
+    printcolumn = r#"{"name": "Target", "type": "string", "jsonPath": ".spec.target"}"#
+)]
+struct BackupSpec {
+    target: String,
+    #[serde(default)]
+    keep: u32,
+}
+
+#[derive(serde::Deserialize, serde::Serialize, Clone, Debug, Default, schemars::JsonSchema)]
+struct BackupStatus {
+    done: bool,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn install_crd_serves_a_derived_type_in_one_call() {
+    let cluster = start().await;
+    let crd = cluster.install_crd::<Backup>().unwrap();
+    assert_eq!(crd["metadata"]["name"], "backups.example.ctrlkit.dev");
+    assert_eq!(condition(&crd, "Established")["status"], "True");
+    let backups: Api<Backup> = Api::namespaced(cluster.client(), "default");
+    let created = backups
+        .create(
+            &PostParams::default(),
+            &Backup::new(
+                "nightly",
+                BackupSpec {
+                    target: "db".into(),
+                    keep: 3,
+                },
+            ),
+        )
+        .await
+        .unwrap();
+    assert_eq!(created.spec.keep, 3);
+    let status = backups
+        .patch_status(
+            "nightly",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"done": true}})),
+        )
+        .await
+        .unwrap();
+    assert!(status.status.unwrap().done);
+    // The schema kube derives is enforced.
+    let err = api_error(
+        crontabs(&cluster.client(), "v1")
+            .create(
+                &PostParams::default(),
+                &dynamic(crontab_object("x", "* * * * *")),
+            )
+            .await,
+    );
+    assert_eq!(err.code, 404, "only what was installed is served");
+    let bad: Api<DynamicObject> = Api::namespaced_with(
+        cluster.client(),
+        "default",
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("example.ctrlkit.dev", "v1", "Backup"),
+            "backups",
+        ),
+    );
+    let err = api_error(
+        bad.create(
+            &PostParams::default(),
+            &dynamic(
+                json!({"apiVersion": "example.ctrlkit.dev/v1", "kind": "Backup",
+                            "metadata": {"name": "bad"}, "spec": {"keep": "many"}}),
+            ),
+        )
+        .await,
+    );
+    assert_eq!(err.code, 422);
+    assert!(
+        err.message.contains("spec.target: Required value"),
+        "{}",
+        err.message
+    );
+    assert!(
+        err.message.contains("spec.keep: Invalid value: \"string\""),
+        "{}",
+        err.message
+    );
+    // Installing again (unchanged) is a no-op; a conflicting definition
+    // is an error naming the conflict.
+    cluster.install_crd::<Backup>().unwrap();
+    let mut clash = serde_json::to_value(Backup::crd()).unwrap();
+    clash["metadata"]["name"] = json!("archives.example.ctrlkit.dev");
+    clash["spec"]["names"] =
+        json!({"plural": "archives", "kind": "Backup", "listKind": "ArchiveList"});
+    let err = cluster.install_crd_value(clash).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "CustomResourceDefinition archives.example.ctrlkit.dev is not established: KindConflict: \"Backup\" is already in use"
+    );
     cluster.shutdown().await;
 }
