@@ -231,8 +231,9 @@ fn differs_outside_metadata(old: &Value, new: &Value, status_subresource: bool) 
     let relevant = |m: &Map<String, Value>| {
         m.iter()
             .filter(|(k, _)| {
-                !matches!(k.as_str(), "metadata" | "apiVersion" | "kind")
-                    && !(status_subresource && k.as_str() == "status")
+                let ignored = matches!(k.as_str(), "metadata" | "apiVersion" | "kind")
+                    || (status_subresource && k.as_str() == "status");
+                !ignored
             })
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect::<BTreeMap<_, _>>()

@@ -1027,7 +1027,7 @@ impl Api {
             let def = snap
                 .by_kind("rbac.authorization.k8s.io/v1", kind)
                 .cloned()
-                .ok_or_else(|| ApiError::not_found_path())?;
+                .ok_or_else(ApiError::not_found_path)?;
             self.create(&def, "", object, ctx)?;
         }
         Ok(())
