@@ -59,7 +59,6 @@ impl std::fmt::Debug for Decoders {
 
 impl Decoders {
     /// Ask `decoder` first from now on.
-    #[cfg_attr(not(test), allow(dead_code))] // the protobuf decoder plugs in here
     pub(crate) fn add(&self, decoder: Arc<dyn BodyDecoder>) {
         self.extra.write().insert(0, decoder);
     }

@@ -241,6 +241,19 @@ pub(crate) fn validate(def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
     }
     let valid_name = if def.id == NAMESPACES {
         is_dns_label(name)
+    } else if def.path_segment_names {
+        // RBAC objects (`system:discovery`): kube-apiserver's
+        // `ValidatePathSegmentName`.
+        let problems = crate::crd::names::path_segment_name(name);
+        if let Some(problem) = problems.first() {
+            return Err(invalid(
+                def,
+                name,
+                "metadata.name",
+                &format!("Invalid value: {name:?}: {problem}"),
+            ));
+        }
+        true
     } else {
         is_dns_subdomain(name)
     };

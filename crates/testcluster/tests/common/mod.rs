@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code, clippy::unwrap_used)]
 
+pub(crate) mod crds;
 pub(crate) mod kubectl;
 
 use ctrlkit_testcluster::{TestCluster, TestClusterConfig};
