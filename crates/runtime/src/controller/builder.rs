@@ -222,7 +222,7 @@ impl<W: Watchable> Watches<W> {
 /// Nothing is registered on any informer until `build` succeeds, and
 /// `build` reports every misuse as a [`BuildError`].
 pub struct ControllerBuilder<'a, K> {
-    factory: Option<&'a SharedInformerFactory>,
+    factory: Option<FactoryRef<'a>>,
     owner: InformerPlan<K>,
     name: Option<String>,
     namespace: Option<String>,
@@ -258,11 +258,24 @@ impl<K> fmt::Debug for ControllerBuilder<'_, K> {
     }
 }
 
+/// Where the builder takes its informers from: a factory it borrows
+/// ([`Controller::builder`]) or one it shares ([`Controller::builder_for`]).
+pub(crate) enum FactoryRef<'a> {
+    Borrowed(&'a SharedInformerFactory),
+    Shared(Arc<SharedInformerFactory>),
+}
+
+impl FactoryRef<'_> {
+    fn get(&self) -> &SharedInformerFactory {
+        match self {
+            Self::Borrowed(factory) => factory,
+            Self::Shared(factory) => factory,
+        }
+    }
+}
+
 impl<'a, K: Watchable> ControllerBuilder<'a, K> {
-    pub(crate) fn new(
-        factory: Option<&'a SharedInformerFactory>,
-        owner: Option<Informer<K>>,
-    ) -> Self {
+    pub(crate) fn new(factory: Option<FactoryRef<'a>>, owner: Option<Informer<K>>) -> Self {
         Self {
             factory,
             owner: InformerPlan {
@@ -491,7 +504,9 @@ impl<'a, K: Watchable> ControllerBuilder<'a, K> {
             .unwrap_or_else(|| kind_of::<K>().to_lowercase());
         self.validate(&name)?;
         let namespace = self.namespace.as_deref();
-        let (factory, drop_fields) = (self.factory, self.drop_managed_fields);
+        let factory_ref = self.factory.take();
+        let factory = factory_ref.as_ref().map(FactoryRef::get);
+        let drop_fields = self.drop_managed_fields;
         self.owner.acquire(factory, namespace, drop_fields)?;
         for source in &mut self.sources {
             source.acquire(factory, namespace, drop_fields)?;

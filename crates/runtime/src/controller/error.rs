@@ -77,6 +77,13 @@ pub enum BuildError {
         /// The kind without an informer.
         kind: String,
     },
+    /// [`Controller::cache`](crate::Controller::cache) of a kind the
+    /// controller neither owns nor watches.
+    #[error("the controller has no cache of {kind}: declare it with owns or watches")]
+    NotCached {
+        /// The kind asked for.
+        kind: String,
+    },
     /// An informer refused what the controller needs of it, e.g. a
     /// transform when a shared informer already has a different one or has
     /// started.

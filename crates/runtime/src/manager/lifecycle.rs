@@ -65,6 +65,8 @@ pub struct Manager {
     status: ManagerStatus,
     leader_gauge: Option<LeaderGauge>,
     metrics_auth: Option<Arc<dyn MetricsAuth>>,
+    /// Registered on first use ([`Manager::controller_metrics`]).
+    pub(super) controller_metrics: Option<crate::ControllerMetrics>,
 }
 
 impl fmt::Debug for Manager {
@@ -133,6 +135,7 @@ impl Manager {
             status,
             leader_gauge,
             metrics_auth: None,
+            controller_metrics: None,
         })
     }
 
@@ -276,6 +279,7 @@ impl Manager {
             status,
             leader_gauge,
             metrics_auth,
+            controller_metrics: _,
         } = self;
         let mut names = HashSet::new();
         if let Some(duplicate) = runnables
