@@ -116,7 +116,7 @@
 //!     .watches_with(Watches::new(routes::owners_of).informer(routes_informer))
 //!     .workers(cli.workers)
 //!     .drop_managed_fields()
-//!     .read_own_writes(READ_OWN_WRITES_WAIT)
+//!     .read_own_writes(Duration::from_secs(10))
 //!     .metrics(&ControllerMetrics::register(manager.registry_mut()))
 //! ```
 //!

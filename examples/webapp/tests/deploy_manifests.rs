@@ -228,7 +228,7 @@ fn the_deployment_runs_the_binary_with_flags_it_has() {
         "metadata.namespace"
     );
     let cli = Cli::try_parse_from(std::iter::once(NAME.to_string()).chain(args)).unwrap();
-    assert_eq!(cli.routes().namespace, namespace);
+    assert_eq!(cli.routes.namespace, namespace);
     let config = cli.manager.config(NAME);
     let election = config.leader_election.clone().expect("leader election on");
     assert_eq!(election.lease_namespace, namespace);
