@@ -30,11 +30,7 @@ pub struct Cli {
     pub workers: usize,
     /// Namespace of the shared routes ConfigMap (`webapp-routes`); in a
     /// Deployment, the operator's own.
-    #[arg(
-        long("routes-namespace"),
-        env("POD_NAMESPACE"),
-        default_value("default")
-    )]
+    #[arg(long = "routes-namespace", env = "POD_NAMESPACE", default_value_t)]
     pub routes: RoutesRef,
     /// Print the WebApp CustomResourceDefinition as YAML and exit.
     #[arg(long)]

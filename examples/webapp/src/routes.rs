@@ -39,6 +39,21 @@ impl std::str::FromStr for RoutesRef {
     }
 }
 
+/// `webapp-routes` in `default`: `--routes-namespace`'s default.
+impl Default for RoutesRef {
+    fn default() -> Self {
+        Self::new("default", DEFAULT_NAME)
+    }
+}
+
+/// Displays the namespace: what `--routes-namespace` parses (its
+/// default in `--help`).
+impl std::fmt::Display for RoutesRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.namespace)
+    }
+}
+
 /// An empty `--routes-namespace`.
 #[derive(Debug, thiserror::Error)]
 #[error("the routes namespace must not be empty")]

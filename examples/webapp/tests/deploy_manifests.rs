@@ -11,6 +11,7 @@ use std::process::Command;
 use clap::Parser;
 use ctrlkit_example_webapp::controller::{Cli, NAME};
 use ctrlkit_example_webapp::resource::{WebApp, crd};
+use ctrlkit_example_webapp::routes::{DEFAULT_NAME, RoutesRef};
 use ctrlkit_testcluster::crd::CustomResourceDefinition;
 use serde::Deserialize;
 use serde_json::Value;
@@ -270,4 +271,17 @@ fn the_sample_webapp_is_valid() {
         .unwrap();
     let app: WebApp = serde_json::from_value(sample).unwrap();
     ctrlkit_example_webapp::validate::validate(&app).unwrap();
+}
+
+#[test]
+fn routes_namespace_defaults_to_default_and_refuses_empty() {
+    let cli = Cli::try_parse_from([NAME]).unwrap();
+    assert_eq!(cli.routes, RoutesRef::new("default", DEFAULT_NAME));
+    let cli = Cli::try_parse_from([NAME, "--routes-namespace", "ops"]).unwrap();
+    assert_eq!(
+        (cli.routes.namespace.as_str(), cli.routes.name.as_str()),
+        ("ops", DEFAULT_NAME)
+    );
+    let err = Cli::try_parse_from([NAME, "--routes-namespace", ""]).unwrap_err();
+    assert!(err.to_string().contains("must not be empty"), "{err}");
 }
