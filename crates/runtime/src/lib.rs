@@ -137,6 +137,7 @@ pub mod child;
 mod controller;
 pub mod manager;
 
+pub use controller::predicates;
 pub use controller::{
     BuildError, Controller, ControllerBuilder, ControllerMetrics, LOW_PRIORITY, Owns, RunError,
     STALE_RECONCILE_REQUEUE, Watchable, Watches, creation_id,

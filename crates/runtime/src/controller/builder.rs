@@ -238,6 +238,7 @@ pub struct ControllerBuilder<'a, K> {
     read_own_writes: Option<Duration>,
     owner_deleted: Option<super::handlers::OwnerDeletedFn>,
     stale_skip: Option<super::StaleSkipFn>,
+    owner_update_filter: Option<super::handlers::UpdateFilter<K>>,
 }
 
 impl<K> fmt::Debug for ControllerBuilder<'_, K> {
@@ -254,6 +255,7 @@ impl<K> fmt::Debug for ControllerBuilder<'_, K> {
             .field("read_own_writes", &self.read_own_writes)
             .field("on_owner_deleted", &self.owner_deleted.is_some())
             .field("on_stale_skip", &self.stale_skip.is_some())
+            .field("owner_update_filter", &self.owner_update_filter.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -296,6 +298,7 @@ impl<'a, K: Watchable> ControllerBuilder<'a, K> {
             read_own_writes: None,
             owner_deleted: None,
             stale_skip: None,
+            owner_update_filter: None,
         }
     }
 
@@ -418,6 +421,25 @@ impl<'a, K: Watchable> ControllerBuilder<'a, K> {
     /// informers should agree on this.
     pub fn drop_managed_fields(mut self) -> Self {
         self.drop_managed_fields = true;
+        self
+    }
+
+    /// Whether an update of an owner queues it: `filter(old, new)` is asked
+    /// for every update, resyncs included (which pass the same object
+    /// twice), like a controller-runtime update predicate on `For`. With
+    /// [`predicates`](crate::predicates), e.g.
+    /// `.owner_update_filter(|old, new| generation_changed(old, new) || labels_changed(old, new))`
+    /// reconciles on spec and label changes but not on status writes.
+    /// Always queued, whatever the filter says: adds, deletes, an owner
+    /// found re-created under another UID, and the update that sets its
+    /// `deletionTimestamp` (so finalizer cleanup runs even for kinds whose
+    /// generation the API server does not bump then). Without it every
+    /// update is queued, resyncs at low priority.
+    pub fn owner_update_filter(
+        mut self,
+        filter: impl Fn(&K, &K) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.owner_update_filter = Some(Arc::new(filter));
         self
     }
 
@@ -553,7 +575,10 @@ impl<'a, K: Watchable> ControllerBuilder<'a, K> {
         for source in self.sources {
             source.install(&context, &mut installed)?;
         }
-        let owner_handler: Arc<dyn EventHandler<K>> = Arc::new(OwnerHandler(Arc::clone(&context)));
+        let owner_handler: Arc<dyn EventHandler<K>> = Arc::new(OwnerHandler {
+            context: Arc::clone(&context),
+            update_filter: self.owner_update_filter,
+        });
         owner_informer.add_event_handler_arc(Arc::clone(&owner_handler));
         Ok(Controller {
             name: Arc::from(name),

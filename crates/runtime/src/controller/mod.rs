@@ -6,6 +6,7 @@ mod enqueue;
 mod error;
 mod handlers;
 mod metrics;
+pub mod predicates;
 mod sources;
 
 use std::any::{Any, TypeId};
