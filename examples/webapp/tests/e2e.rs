@@ -43,7 +43,7 @@ const TIMEOUT: Duration = Duration::from_secs(180);
 /// The cluster the test runs against.
 enum Target {
     /// ctrlkit-testcluster in this process (the default).
-    InProcess(TestCluster),
+    InProcess(Box<TestCluster>),
     /// The cluster of `CTRLKIT_E2E_KUBECONFIG`.
     Real(std::ffi::OsString),
 }
@@ -57,7 +57,7 @@ impl Target {
                     .await
                     .unwrap();
                 cluster.install_crd::<WebApp>().unwrap();
-                Target::InProcess(cluster)
+                Target::InProcess(Box::new(cluster))
             }
         }
     }
