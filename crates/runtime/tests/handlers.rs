@@ -470,3 +470,48 @@ async fn an_owner_update_filter_drops_status_writes_but_never_deletion() {
     apps.apply_event(Event::Delete(again));
     assert_eq!(keys(), [key("ns", "web")], "deletes always pass");
 }
+
+#[tokio::test]
+async fn a_watch_mapper_may_read_the_owner_cache() {
+    let apps = Informer::<App>::manual().build();
+    let secrets = Informer::<Secret>::manual().build();
+    // Every App in the Secret's namespace.
+    let in_namespace = |s: &Secret, owners: &Store<App>| {
+        let ns = s.metadata.namespace.as_deref().unwrap_or_default();
+        let mut keys: Vec<_> = owners
+            .list_namespace(ns)
+            .iter()
+            .map(|a| ObjectKey::from_object(a.as_ref()))
+            .collect();
+        keys.sort();
+        keys
+    };
+    let controller = Controller::builder_with(apps.clone())
+        .watches_with(Watches::with_owners(in_namespace).informer(secrets.clone()))
+        .build()
+        .unwrap();
+    let mut elsewhere = app("c", "uc");
+    elsewhere.metadata.namespace = Some("other".into());
+    list(&apps, vec![app("a", "ua"), app("b", "ub"), elsewhere]);
+    drain(controller.queue());
+    list(&secrets, vec![object("ns", "s", "us", "1")]);
+    let mut keys = drain(controller.queue());
+    keys.sort();
+    assert_eq!(keys, [key("ns", "a"), key("ns", "b")]);
+}
+
+#[test]
+fn a_watch_mapper_for_another_owner_kind_is_a_build_error() {
+    let apps = Informer::<App>::manual().build();
+    let secrets = Informer::<Secret>::manual().build();
+    let for_deployments = |_: &Secret, _: &Store<Deployment>| Vec::new();
+    let err = Controller::builder_with(apps)
+        .watches_with(Watches::with_owners(for_deployments).informer(secrets))
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the mapper of watched Secret reads the cache of Deployment, but the controller's owner \
+         kind is App"
+    );
+}

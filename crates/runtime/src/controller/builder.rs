@@ -21,7 +21,8 @@ use super::error::BuildError;
 use super::handlers::{Context, OwnerHandler};
 use super::metrics::ControllerMetrics;
 use super::sources::{
-    InformerPlan, Installed, OwnedSource, Source, Watchable, WatchedSource, kind_of,
+    InformerPlan, Installed, Mapping, OwnedSource, OwnersMapFn, Source, Watchable, WatchedSource,
+    kind_of,
 };
 use super::{Controller, RunSettings};
 
@@ -164,7 +165,7 @@ impl<K: Watchable, C: Watchable> Owns<K, C> {
 /// [`ControllerBuilder::watches_with`].
 pub struct Watches<W> {
     plan: InformerPlan<W>,
-    map: super::handlers::MapFn<W>,
+    map: Mapping<W>,
 }
 
 impl<W> fmt::Debug for Watches<W> {
@@ -181,7 +182,41 @@ impl<W: Watchable> Watches<W> {
     pub fn new(map: impl Fn(&W) -> Vec<ObjectKey> + Send + Sync + 'static) -> Self {
         Self {
             plan: InformerPlan::default(),
-            map: Arc::new(map),
+            map: Mapping::Plain(Arc::new(map)),
+        }
+    }
+
+    /// Like [`new`](Self::new), with the controller's owner cache given to
+    /// `map` too: for mappings that depend on the owners, e.g. every owner
+    /// in the object's namespace whose selector matches it (as
+    /// controller-runtime's `EnqueueRequestsFromMapFunc` with a client).
+    /// `K` must be the controller's owner kind, else `build` fails with
+    /// [`BuildError::WatchOwnerMismatch`].
+    ///
+    /// ```
+    /// use ctrlkit_informer::{ObjectKey, Store};
+    /// use ctrlkit_runtime::Watches;
+    /// use k8s_openapi::api::apps::v1::Deployment;
+    /// use k8s_openapi::api::core::v1::Secret;
+    ///
+    /// // A Secret change reaches every Deployment in its namespace.
+    /// let watches = Watches::with_owners(|secret: &Secret, deployments: &Store<Deployment>| {
+    ///     let ns = secret.metadata.namespace.as_deref().unwrap_or_default();
+    ///     deployments.list_namespace(ns).iter().map(|d| ObjectKey::from_object(d.as_ref())).collect()
+    /// });
+    /// # let _ = watches;
+    /// ```
+    pub fn with_owners<K: Watchable>(
+        map: impl Fn(&W, &Store<K>) -> Vec<ObjectKey> + Send + Sync + 'static,
+    ) -> Self {
+        let map: OwnersMapFn<K, W> = Arc::new(map);
+        Self {
+            plan: InformerPlan::default(),
+            map: Mapping::WithOwners {
+                map: Box::new(map),
+                owner: TypeId::of::<K>(),
+                owner_kind: kind_of::<K>(),
+            },
         }
     }
 
