@@ -47,10 +47,11 @@ type LeaderGauge = Family<Vec<(String, String)>, Gauge>;
 /// See the [module docs](super) for the lifecycle.
 ///
 /// Build it ([`new`](Self::new), [`from_args`](Self::from_args) or
-/// [`with_client`](Self::with_client)), build controllers on its
-/// [`client`](Self::client), [`factory`](Self::factory) and
-/// [`registry_mut`](Self::registry_mut), [`add`](Self::add) them, then
-/// [`run`](Self::run) it.
+/// [`with_client`](Self::with_client)), declare controllers on it with
+/// [`Controller::builder_for`](crate::Controller::builder_for), give them
+/// [`child_control`](Self::child_control)s behind its fence,
+/// [`add_controller`](Self::add_controller) them (or [`add`](Self::add)
+/// any other [`Runnable`]), then [`run`](Self::run) it.
 pub struct Manager {
     config: ManagerConfig,
     /// Behind the write fence: what controllers get.
