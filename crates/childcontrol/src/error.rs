@@ -43,6 +43,15 @@ pub enum ChildControlError {
         /// The namespace that is being deleted.
         namespace: String,
     },
+    /// [`ensure`](crate::ChildControlExt::ensure) found the child's name
+    /// taken by an object the owner does not control; it was left alone.
+    #[error("{kind} {name} exists and is not controlled by this owner")]
+    NotControlled {
+        /// The child's kind.
+        kind: String,
+        /// The child's name.
+        name: String,
+    },
     /// The [write gate](crate::WriteGate) refused the write; no request was
     /// made and no event recorded.
     #[error(transparent)]
@@ -50,6 +59,18 @@ pub enum ChildControlError {
     /// The API server (or the transport to it) returned an error.
     #[error("{}", ApiMessage(.0))]
     Api(#[source] kube::Error),
+}
+
+/// A reconcile may return a `ChildControlError` as its error: retried with
+/// backoff, except an invalid template or patch (a bug retrying cannot
+/// fix) and a child another owner controls, which wait for the next event.
+impl ctrlkit_worker::SyncError for ChildControlError {
+    fn is_terminal(&self) -> bool {
+        matches!(
+            self,
+            Self::InvalidTemplate(_) | Self::InvalidPatch(_) | Self::NotControlled { .. }
+        )
+    }
 }
 
 impl From<kube::Error> for ChildControlError {

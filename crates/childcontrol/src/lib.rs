@@ -27,6 +27,9 @@
 //!   [`ChildControlError::NamespaceTerminating`], without an event.
 //! - [`FakeChildControl<C>`] — records every call and fails on cue, for
 //!   unit tests of controllers.
+//! - [`ChildControlExt`] — [`create_for`](ChildControlExt::create_for) an
+//!   owner object, and [`ensure`](ChildControlExt::ensure): create a child
+//!   from the object the owner wants, or patch it when it drifted.
 //! - [`WriteGate`] — a check before every write that can refuse it (for
 //!   fencing writes when leadership is lost).
 //! - [`Observed`] with a [`WriteObserver`] — one delegating wrapper that
@@ -87,6 +90,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod control;
+mod ensure;
 mod error;
 mod events;
 mod fake;
@@ -96,6 +100,7 @@ mod observe;
 mod template;
 
 pub use control::{ChildControl, Operation};
+pub use ensure::{ChildControlExt, Ensured};
 pub use error::{
     ChildControlError, WriteRefused, api_error_message, is_namespace_terminating_status, status_is,
 };

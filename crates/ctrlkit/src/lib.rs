@@ -166,7 +166,10 @@ pub use ctrlkit_workqueue as workqueue;
 /// `use ctrlkit::prelude::*;`.
 pub mod prelude {
     pub use ctrlkit_batch::{BatchError, slow_start_batch};
-    pub use ctrlkit_childcontrol::{ChildControl, ChildControlError, KubeChildControl};
+    pub use ctrlkit_childcontrol::{
+        ChildControl, ChildControlError, ChildControlExt, Ensured, FakeChildControl,
+        KubeChildControl,
+    };
     pub use ctrlkit_consistency::{ConsistencyStore, GroupResource};
     pub use ctrlkit_expectations::ControllerExpectations;
     pub use ctrlkit_informer::{
@@ -175,7 +178,8 @@ pub mod prelude {
     };
     pub use ctrlkit_podcontrol::{PodControl, PodControlError};
     pub use ctrlkit_refmanager::{PodControllerRefManager, Selector};
-    pub use ctrlkit_runtime::{Controller, ControllerMetrics, Owns, Watches};
+    pub use ctrlkit_runtime::manager::{BoxError, Manager, ManagerArgs, run_main};
+    pub use ctrlkit_runtime::{BuildError, Controller, ControllerMetrics, Owns, Watches};
     pub use ctrlkit_worker::{Action, SyncError, Workers};
     pub use ctrlkit_workqueue::{RateLimiter, WorkQueue, default_controller_rate_limiter};
 }

@@ -26,6 +26,29 @@
 //!   fence ([`LeaderFence`]), `/metrics` `/healthz` `/readyz`, graceful
 //!   drain, logging and the flags binaries share ([`ManagerArgs`]).
 //!
+//! # On a manager
+//!
+//! In a binary, a controller lives on a [`Manager`] in a few lines:
+//!
+//! ```text
+//! let controller = Controller::<App>::builder_for(manager)  // factory, --namespace, metrics
+//!     .owns::<ConfigMap>()
+//!     .owner_update_filter(|old, new| predicates::generation_changed(old, new))
+//!     .build()?;
+//! let ctx = Arc::new(Ctx {
+//!     configmaps: manager.child_control("app-controller"),     // fenced to the leader
+//!     cache: controller.cache()?,                               // typed Store<ConfigMap>
+//! });
+//! manager.add_controller(controller, reconcile, ctx);           // runs once leading, drains on shutdown
+//! ```
+//!
+//! and the reconcile writes each child from the object it wants with
+//! [`ChildControlExt::ensure`](child::ChildControlExt::ensure) (created
+//! with the controller reference if missing, patched if it drifted),
+//! returning [`ChildControlError`] itself if it has no error type of its
+//! own. The `webapp` example's README has the complete program in 30
+//! lines.
+//!
 //! A reconcile gets the key, the owner as cached (or `None` once it is
 //! gone, so cleanup can run) and your context, and returns an [`Action`]:
 //!
@@ -137,6 +160,7 @@ pub mod child;
 mod controller;
 pub mod manager;
 
+pub use controller::predicates;
 pub use controller::{
     BuildError, Controller, ControllerBuilder, ControllerMetrics, LOW_PRIORITY, Owns, RunError,
     STALE_RECONCILE_REQUEUE, Watchable, Watches, creation_id,

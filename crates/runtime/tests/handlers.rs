@@ -423,3 +423,95 @@ async fn the_registered_handlers_can_be_driven_directly() {
         .on_delete(&ctrlkit_informer::DeletedObject::Final(arc(owner)));
     assert_eq!(f.keys(), [key("ns", "web")]);
 }
+
+#[tokio::test]
+async fn an_owner_update_filter_drops_status_writes_but_never_deletion() {
+    use ctrlkit_runtime::predicates::{generation_changed, labels_changed};
+    let apps = Informer::<App>::manual().build();
+    let controller = Controller::builder_with(apps.clone())
+        .owner_update_filter(|old: &App, new: &App| {
+            generation_changed(old, new) || labels_changed(old, new)
+        })
+        .build()
+        .unwrap();
+    let keys = || drain(controller.queue());
+    let mut web = app("web", "u1");
+    web.metadata.generation = Some(1);
+    list(&apps, vec![web.clone()]);
+    assert_eq!(keys(), [key("ns", "web")], "adds always pass");
+
+    // A status write: new resourceVersion, same generation and labels.
+    web.metadata.resource_version = Some("2".into());
+    apps.apply_event(Event::Apply(web.clone()));
+    assert!(keys().is_empty());
+    apps.resync_now();
+    assert!(keys().is_empty(), "resyncs are updates too");
+
+    web.metadata.resource_version = Some("3".into());
+    web.metadata.generation = Some(2);
+    apps.apply_event(Event::Apply(web.clone()));
+    assert_eq!(keys(), [key("ns", "web")]);
+    web.metadata.resource_version = Some("4".into());
+    web.metadata.labels = Some([("tier".to_string(), "front".to_string())].into());
+    apps.apply_event(Event::Apply(web.clone()));
+    assert_eq!(keys(), [key("ns", "web")]);
+
+    // Deletion started (generation unchanged): queued for the finalizer.
+    web.metadata.resource_version = Some("5".into());
+    web.metadata.deletion_timestamp = Some(Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH));
+    apps.apply_event(Event::Apply(web.clone()));
+    assert_eq!(keys(), [key("ns", "web")]);
+    // Re-created under another UID while away: queued.
+    let mut again = app("web", "u2");
+    again.metadata.generation = Some(1);
+    again.metadata.resource_version = Some("6".into());
+    apps.apply_event(Event::Apply(again.clone()));
+    assert_eq!(keys(), [key("ns", "web")]);
+    apps.apply_event(Event::Delete(again));
+    assert_eq!(keys(), [key("ns", "web")], "deletes always pass");
+}
+
+#[tokio::test]
+async fn a_watch_mapper_may_read_the_owner_cache() {
+    let apps = Informer::<App>::manual().build();
+    let secrets = Informer::<Secret>::manual().build();
+    // Every App in the Secret's namespace.
+    let in_namespace = |s: &Secret, owners: &Store<App>| {
+        let ns = s.metadata.namespace.as_deref().unwrap_or_default();
+        let mut keys: Vec<_> = owners
+            .list_namespace(ns)
+            .iter()
+            .map(|a| ObjectKey::from_object(a.as_ref()))
+            .collect();
+        keys.sort();
+        keys
+    };
+    let controller = Controller::builder_with(apps.clone())
+        .watches_with(Watches::with_owners(in_namespace).informer(secrets.clone()))
+        .build()
+        .unwrap();
+    let mut elsewhere = app("c", "uc");
+    elsewhere.metadata.namespace = Some("other".into());
+    list(&apps, vec![app("a", "ua"), app("b", "ub"), elsewhere]);
+    drain(controller.queue());
+    list(&secrets, vec![object("ns", "s", "us", "1")]);
+    let mut keys = drain(controller.queue());
+    keys.sort();
+    assert_eq!(keys, [key("ns", "a"), key("ns", "b")]);
+}
+
+#[test]
+fn a_watch_mapper_for_another_owner_kind_is_a_build_error() {
+    let apps = Informer::<App>::manual().build();
+    let secrets = Informer::<Secret>::manual().build();
+    let for_deployments = |_: &Secret, _: &Store<Deployment>| Vec::new();
+    let err = Controller::builder_with(apps)
+        .watches_with(Watches::with_owners(for_deployments).informer(secrets))
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the mapper of watched Secret reads the cache of Deployment, but the controller's owner \
+         kind is App"
+    );
+}

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use ctrlkit::childcontrol::{Operation, WriteAttempt, WriteGate, status_is};
-use ctrlkit::prelude::ChildControlError;
+use ctrlkit::prelude::{ChildControlError, Manager};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::core::response::reason;
@@ -115,14 +115,12 @@ impl std::fmt::Debug for KubeWebAppApi {
 }
 
 impl KubeWebAppApi {
-    /// Writes through `client`, recording events as `reporter`, checking
-    /// each write with `gate`.
-    pub fn new(
-        client: Client,
-        reporter: &str,
-        routes: RoutesRef,
-        gate: Arc<dyn WriteGate>,
-    ) -> Self {
+    /// Writes through the manager's fenced client, recording events as
+    /// `reporter`, each write first checked against the manager's leader
+    /// fence (as its child controls do).
+    pub fn new(manager: &Manager, reporter: &str, routes: RoutesRef) -> Self {
+        let (client, gate): (_, Arc<dyn WriteGate>) =
+            (manager.client().clone(), Arc::new(manager.fence()));
         let recorder = Recorder::new(client.clone(), reporter.into());
         Self {
             client,

@@ -106,27 +106,28 @@
 //!
 //! ## 4. The wiring: [`controller`]
 //!
-//! [`controller::controller`] declares the controller on the manager's
-//! shared informers and metrics registry:
+//! [`controller::controller`] declares the controller on the manager
+//! (its informer factory, its `--namespace` and its shared metrics):
 //!
 //! ```text
-//! Controller::<WebApp>::builder(manager.factory())
+//! Controller::<WebApp>::builder_for(manager)
 //!     .name("webapp-operator")
 //!     .owns::<ConfigMap>().owns::<Deployment>().owns::<Service>()
-//!     .watches_with(Watches::new(routes::owners_of).informer(routes_informer))
+//!     .watches_with(Watches::new(routes::owners_of).informer(routes))
 //!     .workers(cli.workers)
 //!     .drop_managed_fields()
-//!     .read_own_writes(READ_OWN_WRITES_WAIT)
-//!     .metrics(&ControllerMetrics::register(manager.registry_mut()))
+//!     .read_own_writes(Duration::from_secs(10))
 //! ```
 //!
 //! `owns` maps every child event to its WebApp through the controller
 //! reference, so a Deployment becoming ready reconciles its WebApp;
 //! `watches` maps a change of the routes ConfigMap to the WebApps named by
-//! its entries, so a deleted entry is put back. [`controller::add_to`]
-//! builds the [`Context`](reconcile::Context) with `KubeChildControl`s and
-//! [`KubeWebAppApi`](api::KubeWebAppApi) behind the manager's leader fence
-//! ([`controller::fence_gate`]) and adds the controller to the manager;
+//! its entries, so a deleted entry is put back. `controller.cache()` hands
+//! out the typed caches the reconcile reads. [`controller::add_to`] builds
+//! the [`Context`](reconcile::Context) with the manager's child controls
+//! (`manager.child_control(NAME)`: on its client, behind its leader fence)
+//! and [`KubeWebAppApi`](api::KubeWebAppApi) (behind the same fence), and
+//! hands controller, reconcile and context to `manager.add_controller`;
 //! `main` is `run_main` with it ([`controller::Cli`] flattens the manager's
 //! `ManagerArgs` next to the operator's own flags).
 //!
@@ -141,8 +142,10 @@
 //! cover creation, updates after spec changes and hand edits, status and
 //! conditions through a rollout, the finalizer on deletion, bad specs,
 //! refused and conflicting writes, and a stand-by that must not write.
-//! `tests/e2e.rs` runs the real binary's wiring against a cluster given by
-//! `CTRLKIT_E2E_KUBECONFIG`.
+//! `tests/e2e.rs` runs the real binary's wiring end to end against
+//! ctrlkit-testcluster in the test process (the CRD installed from the
+//! type), or against the cluster of `CTRLKIT_E2E_KUBECONFIG` when set;
+//! `tests/rbac.rs` does so under the shipped RBAC.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod api;

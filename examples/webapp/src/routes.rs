@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use ctrlkit::prelude::ObjectKey;
+use ctrlkit::prelude::{Informer, ObjectKey, SharedInformerFactory};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::runtime::watcher;
 
@@ -26,6 +26,39 @@ pub struct RoutesRef {
     pub name: String,
 }
 
+/// `--routes-namespace`: the routes ConfigMap [`DEFAULT_NAME`] in the
+/// namespace given.
+impl std::str::FromStr for RoutesRef {
+    type Err = EmptyNamespace;
+
+    fn from_str(namespace: &str) -> Result<Self, EmptyNamespace> {
+        if namespace.is_empty() {
+            return Err(EmptyNamespace);
+        }
+        Ok(Self::new(namespace, DEFAULT_NAME))
+    }
+}
+
+/// `webapp-routes` in `default`: `--routes-namespace`'s default.
+impl Default for RoutesRef {
+    fn default() -> Self {
+        Self::new("default", DEFAULT_NAME)
+    }
+}
+
+/// Displays the namespace: what `--routes-namespace` parses (its
+/// default in `--help`).
+impl std::fmt::Display for RoutesRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.namespace)
+    }
+}
+
+/// An empty `--routes-namespace`.
+#[derive(Debug, thiserror::Error)]
+#[error("the routes namespace must not be empty")]
+pub struct EmptyNamespace;
+
 impl RoutesRef {
     /// The routes ConfigMap `namespace/name`.
     pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
@@ -33,6 +66,11 @@ impl RoutesRef {
             namespace: namespace.into(),
             name: name.into(),
         }
+    }
+
+    /// The informer of just this ConfigMap, from `factory`.
+    pub fn informer(&self, factory: &SharedInformerFactory) -> Informer<ConfigMap> {
+        factory.namespaced(&self.namespace, self.watcher_config())
     }
 
     /// A watch of just this ConfigMap (its informer is scoped to the

@@ -11,6 +11,7 @@ use std::process::Command;
 use clap::Parser;
 use ctrlkit_example_webapp::controller::{Cli, NAME};
 use ctrlkit_example_webapp::resource::{WebApp, crd};
+use ctrlkit_example_webapp::routes::{DEFAULT_NAME, RoutesRef};
 use ctrlkit_testcluster::crd::CustomResourceDefinition;
 use serde::Deserialize;
 use serde_json::Value;
@@ -228,7 +229,7 @@ fn the_deployment_runs_the_binary_with_flags_it_has() {
         "metadata.namespace"
     );
     let cli = Cli::try_parse_from(std::iter::once(NAME.to_string()).chain(args)).unwrap();
-    assert_eq!(cli.routes().namespace, namespace);
+    assert_eq!(cli.routes.namespace, namespace);
     let config = cli.manager.config(NAME);
     let election = config.leader_election.clone().expect("leader election on");
     assert_eq!(election.lease_namespace, namespace);
@@ -270,4 +271,17 @@ fn the_sample_webapp_is_valid() {
         .unwrap();
     let app: WebApp = serde_json::from_value(sample).unwrap();
     ctrlkit_example_webapp::validate::validate(&app).unwrap();
+}
+
+#[test]
+fn routes_namespace_defaults_to_default_and_refuses_empty() {
+    let cli = Cli::try_parse_from([NAME]).unwrap();
+    assert_eq!(cli.routes, RoutesRef::new("default", DEFAULT_NAME));
+    let cli = Cli::try_parse_from([NAME, "--routes-namespace", "ops"]).unwrap();
+    assert_eq!(
+        (cli.routes.namespace.as_str(), cli.routes.name.as_str()),
+        ("ops", DEFAULT_NAME)
+    );
+    let err = Cli::try_parse_from([NAME, "--routes-namespace", ""]).unwrap_err();
+    assert!(err.to_string().contains("must not be empty"), "{err}");
 }

@@ -3,16 +3,18 @@
 //! a ctrlkit manager in this process, and a WebApp created, changed,
 //! rejected by the schema and deleted through the API.
 //!
-//! Runs against the cluster of the kubeconfig in `CTRLKIT_E2E_KUBECONFIG`
-//! (any conformant cluster: kind, minikube, a real one; the operator's
-//! Deployment needs pods to start, so the cluster needs nodes and the
-//! `registry.k8s.io/pause` image). Without it the test prints why and
-//! passes without doing anything: ctrlkit-testcluster does not serve
-//! CustomResourceDefinitions, Deployments, Services or ConfigMaps yet; once
-//! it does, this test starts one instead of skipping.
+//! By default the cluster is ctrlkit-testcluster, in this process (the CRD
+//! installed with `TestCluster::install_crd::<WebApp>()`). It runs no
+//! Deployment controller, so the test writes the Deployment's status once
+//! the operator created it, as that controller would. With
+//! `CTRLKIT_E2E_KUBECONFIG` set, the same scenario runs against the cluster
+//! of that kubeconfig instead (any conformant cluster: kind, minikube, a
+//! real one; the operator's Deployment needs pods to start, so the cluster
+//! needs nodes and the `registry.k8s.io/pause` image).
 //!
 //! Everything happens in a fresh namespace `webapp-e2e-<n>`, deleted at
-//! the end; the CRD is left installed if it was there before.
+//! the end; on a real cluster the CRD is left installed if it was there
+//! before.
 #![allow(clippy::unwrap_used)]
 
 use std::future::Future;
@@ -26,6 +28,7 @@ use ctrlkit_example_webapp::controller::{Cli, NAME, add_to};
 use ctrlkit_example_webapp::resource::{FINALIZER, WebApp, WebAppSpec, crd};
 use ctrlkit_example_webapp::routes::{DEFAULT_NAME, entry};
 use ctrlkit_example_webapp::status::READY;
+use ctrlkit_testcluster::{TestCluster, TestClusterConfig};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -36,6 +39,70 @@ use tokio_util::sync::CancellationToken;
 
 const KUBECONFIG_VAR: &str = "CTRLKIT_E2E_KUBECONFIG";
 const TIMEOUT: Duration = Duration::from_secs(180);
+
+/// The cluster the test runs against.
+enum Target {
+    /// ctrlkit-testcluster in this process (the default).
+    InProcess(Box<TestCluster>),
+    /// The cluster of `CTRLKIT_E2E_KUBECONFIG`.
+    Real(std::ffi::OsString),
+}
+
+impl Target {
+    async fn start() -> Target {
+        match std::env::var_os(KUBECONFIG_VAR) {
+            Some(kubeconfig) => Target::Real(kubeconfig),
+            None => {
+                let cluster = TestCluster::start(TestClusterConfig::default())
+                    .await
+                    .unwrap();
+                cluster.install_crd::<WebApp>().unwrap();
+                Target::InProcess(Box::new(cluster))
+            }
+        }
+    }
+
+    /// The manager as `webapp-operator` with `args` builds it.
+    async fn manager(&self, args: &[&str]) -> (Cli, Manager) {
+        let kubeconfig = match self {
+            Target::Real(path) => vec!["--kubeconfig", path.to_str().unwrap()],
+            Target::InProcess(_) => vec![],
+        };
+        let argv = std::iter::once(NAME)
+            .chain(kubeconfig)
+            .chain(args.iter().copied());
+        let cli = Cli::try_parse_from(argv).unwrap();
+        let manager = match self {
+            Target::Real(_) => Manager::from_args(NAME, &cli.manager).await.unwrap(),
+            Target::InProcess(cluster) => {
+                Manager::with_client(cluster.client(), cli.manager.config(NAME)).unwrap()
+            }
+        };
+        (cli, manager)
+    }
+
+    /// Without a Deployment controller, writes what it would once the
+    /// rollout of `namespace/name` is done.
+    async fn roll_out(&self, client: &Client, namespace: &str, name: &str) {
+        if matches!(self, Target::Real(_)) {
+            return; // the cluster's own Deployment controller does it
+        }
+        let deployments: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+        let d = deployments.get(name).await.unwrap();
+        let replicas = serde_json::to_value(&d).unwrap()["spec"]["replicas"]
+            .as_i64()
+            .unwrap_or(1);
+        let status = json!({"status": {
+            "observedGeneration": d.metadata.generation,
+            "replicas": replicas, "updatedReplicas": replicas,
+            "readyReplicas": replicas, "availableReplicas": replicas,
+        }});
+        deployments
+            .patch_status(name, &PatchParams::default(), &Patch::Merge(status))
+            .await
+            .unwrap();
+    }
+}
 
 /// Polls `check` every half second until it returns `Some`, or fails the
 /// test after [`TIMEOUT`] naming `what`.
@@ -50,7 +117,7 @@ where
             return value;
         }
         assert!(start.elapsed() < TIMEOUT, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
@@ -79,13 +146,7 @@ async fn install_crd(client: &Client) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_webapp_is_run_updated_validated_and_cleaned_up() {
-    let Some(kubeconfig) = std::env::var_os(KUBECONFIG_VAR) else {
-        eprintln!(
-            "skipped: set {KUBECONFIG_VAR} to a kubeconfig to run webapp-operator end to end \
-             (ctrlkit-testcluster does not serve CRDs, Deployments, Services or ConfigMaps yet)"
-        );
-        return;
-    };
+    let target = Target::start().await;
     let ns = format!(
         "webapp-e2e-{}",
         std::time::SystemTime::now()
@@ -93,23 +154,23 @@ async fn a_webapp_is_run_updated_validated_and_cleaned_up() {
             .unwrap()
             .as_millis()
     );
-    let cli = Cli::try_parse_from([
-        NAME,
-        "--kubeconfig",
-        kubeconfig.to_str().unwrap(),
-        "--namespace",
-        &ns,
-        "--routes-namespace",
-        &ns,
-        "--metrics-addr",
-        "0",
-        "--health-addr",
-        "0",
-    ])
-    .unwrap();
-    let mut manager = Manager::from_args(NAME, &cli.manager).await.unwrap();
+    let (cli, mut manager) = target
+        .manager(&[
+            "--namespace",
+            &ns,
+            "--routes-namespace",
+            &ns,
+            "--metrics-addr",
+            "0",
+            "--health-addr",
+            "0",
+        ])
+        .await;
     let client = manager.client().clone();
-    let crd_existed = install_crd(&client).await;
+    let crd_existed = match target {
+        Target::Real(_) => install_crd(&client).await,
+        Target::InProcess(_) => true,
+    };
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let mut namespace = Namespace::default();
     namespace.metadata.name = Some(ns.clone());
@@ -170,6 +231,7 @@ async fn a_webapp_is_run_updated_validated_and_cleaned_up() {
     );
 
     // Ready once the pod runs.
+    target.roll_out(&client, &ns, "web").await;
     wait_for("Ready=True", || async {
         let status = webapps.get("web").await.ok()?.status?;
         let ready = status.conditions.iter().find(|c| c.type_ == READY)?;

@@ -9,9 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use ctrlkit::childcontrol::{ChildControlError, Operation};
+use ctrlkit::childcontrol::{ChildControlError, Operation, WriteGate};
 use ctrlkit::runtime::manager::FenceDriver;
-use ctrlkit_example_webapp::controller::fence_gate;
 use ctrlkit_example_webapp::resource::{FINALIZER, WebAppSpec};
 use ctrlkit_example_webapp::status::{DEGRADED, PROGRESSING, READY};
 use k8s_openapi::api::apps::v1::{DeploymentCondition, DeploymentStatus};
@@ -552,7 +551,7 @@ async fn a_stalled_rollout_is_degraded() {
 async fn a_stand_by_writes_nothing_not_even_a_status() {
     let h = Harness::start().await;
     // The manager's fence on a replica that has not won the lease.
-    let gate = fence_gate(FenceDriver::new(Duration::from_secs(10)).fence());
+    let gate: Arc<dyn WriteGate> = Arc::new(FenceDriver::new(Duration::from_secs(10)).fence());
     h.cm_control.set_write_gate(Some(gate.clone()));
     h.deploy_control.set_write_gate(Some(gate.clone()));
     h.svc_control.set_write_gate(Some(gate.clone()));

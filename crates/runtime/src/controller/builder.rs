@@ -21,7 +21,8 @@ use super::error::BuildError;
 use super::handlers::{Context, OwnerHandler};
 use super::metrics::ControllerMetrics;
 use super::sources::{
-    InformerPlan, Installed, OwnedSource, Source, Watchable, WatchedSource, kind_of,
+    InformerPlan, Installed, Mapping, OwnedSource, OwnersMapFn, Source, Watchable, WatchedSource,
+    kind_of,
 };
 use super::{Controller, RunSettings};
 
@@ -164,7 +165,7 @@ impl<K: Watchable, C: Watchable> Owns<K, C> {
 /// [`ControllerBuilder::watches_with`].
 pub struct Watches<W> {
     plan: InformerPlan<W>,
-    map: super::handlers::MapFn<W>,
+    map: Mapping<W>,
 }
 
 impl<W> fmt::Debug for Watches<W> {
@@ -181,7 +182,41 @@ impl<W: Watchable> Watches<W> {
     pub fn new(map: impl Fn(&W) -> Vec<ObjectKey> + Send + Sync + 'static) -> Self {
         Self {
             plan: InformerPlan::default(),
-            map: Arc::new(map),
+            map: Mapping::Plain(Arc::new(map)),
+        }
+    }
+
+    /// Like [`new`](Self::new), with the controller's owner cache given to
+    /// `map` too: for mappings that depend on the owners, e.g. every owner
+    /// in the object's namespace whose selector matches it (as
+    /// controller-runtime's `EnqueueRequestsFromMapFunc` with a client).
+    /// `K` must be the controller's owner kind, else `build` fails with
+    /// [`BuildError::WatchOwnerMismatch`].
+    ///
+    /// ```
+    /// use ctrlkit_informer::{ObjectKey, Store};
+    /// use ctrlkit_runtime::Watches;
+    /// use k8s_openapi::api::apps::v1::Deployment;
+    /// use k8s_openapi::api::core::v1::Secret;
+    ///
+    /// // A Secret change reaches every Deployment in its namespace.
+    /// let watches = Watches::with_owners(|secret: &Secret, deployments: &Store<Deployment>| {
+    ///     let ns = secret.metadata.namespace.as_deref().unwrap_or_default();
+    ///     deployments.list_namespace(ns).iter().map(|d| ObjectKey::from_object(d.as_ref())).collect()
+    /// });
+    /// # let _ = watches;
+    /// ```
+    pub fn with_owners<K: Watchable>(
+        map: impl Fn(&W, &Store<K>) -> Vec<ObjectKey> + Send + Sync + 'static,
+    ) -> Self {
+        let map: OwnersMapFn<K, W> = Arc::new(map);
+        Self {
+            plan: InformerPlan::default(),
+            map: Mapping::WithOwners {
+                map: Box::new(map),
+                owner: TypeId::of::<K>(),
+                owner_kind: kind_of::<K>(),
+            },
         }
     }
 
@@ -222,7 +257,7 @@ impl<W: Watchable> Watches<W> {
 /// Nothing is registered on any informer until `build` succeeds, and
 /// `build` reports every misuse as a [`BuildError`].
 pub struct ControllerBuilder<'a, K> {
-    factory: Option<&'a SharedInformerFactory>,
+    factory: Option<FactoryRef<'a>>,
     owner: InformerPlan<K>,
     name: Option<String>,
     namespace: Option<String>,
@@ -238,6 +273,7 @@ pub struct ControllerBuilder<'a, K> {
     read_own_writes: Option<Duration>,
     owner_deleted: Option<super::handlers::OwnerDeletedFn>,
     stale_skip: Option<super::StaleSkipFn>,
+    owner_update_filter: Option<super::handlers::UpdateFilter<K>>,
 }
 
 impl<K> fmt::Debug for ControllerBuilder<'_, K> {
@@ -254,15 +290,29 @@ impl<K> fmt::Debug for ControllerBuilder<'_, K> {
             .field("read_own_writes", &self.read_own_writes)
             .field("on_owner_deleted", &self.owner_deleted.is_some())
             .field("on_stale_skip", &self.stale_skip.is_some())
+            .field("owner_update_filter", &self.owner_update_filter.is_some())
             .finish_non_exhaustive()
     }
 }
 
+/// Where the builder takes its informers from: a factory it borrows
+/// ([`Controller::builder`]) or one it shares ([`Controller::builder_for`]).
+pub(crate) enum FactoryRef<'a> {
+    Borrowed(&'a SharedInformerFactory),
+    Shared(Arc<SharedInformerFactory>),
+}
+
+impl FactoryRef<'_> {
+    fn get(&self) -> &SharedInformerFactory {
+        match self {
+            Self::Borrowed(factory) => factory,
+            Self::Shared(factory) => factory,
+        }
+    }
+}
+
 impl<'a, K: Watchable> ControllerBuilder<'a, K> {
-    pub(crate) fn new(
-        factory: Option<&'a SharedInformerFactory>,
-        owner: Option<Informer<K>>,
-    ) -> Self {
+    pub(crate) fn new(factory: Option<FactoryRef<'a>>, owner: Option<Informer<K>>) -> Self {
         Self {
             factory,
             owner: InformerPlan {
@@ -283,6 +333,7 @@ impl<'a, K: Watchable> ControllerBuilder<'a, K> {
             read_own_writes: None,
             owner_deleted: None,
             stale_skip: None,
+            owner_update_filter: None,
         }
     }
 
@@ -408,6 +459,25 @@ impl<'a, K: Watchable> ControllerBuilder<'a, K> {
         self
     }
 
+    /// Whether an update of an owner queues it: `filter(old, new)` is asked
+    /// for every update, resyncs included (which pass the same object
+    /// twice), like a controller-runtime update predicate on `For`. With
+    /// [`predicates`](crate::predicates), e.g.
+    /// `.owner_update_filter(|old, new| generation_changed(old, new) || labels_changed(old, new))`
+    /// reconciles on spec and label changes but not on status writes.
+    /// Always queued, whatever the filter says: adds, deletes, an owner
+    /// found re-created under another UID, and the update that sets its
+    /// `deletionTimestamp` (so finalizer cleanup runs even for kinds whose
+    /// generation the API server does not bump then). Without it every
+    /// update is queued, resyncs at low priority.
+    pub fn owner_update_filter(
+        mut self,
+        filter: impl Fn(&K, &K) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.owner_update_filter = Some(Arc::new(filter));
+        self
+    }
+
     /// Adds an index to the owner informer (kept if a shared informer has
     /// one of that name already). Registering one name twice here is a
     /// build error.
@@ -491,7 +561,9 @@ impl<'a, K: Watchable> ControllerBuilder<'a, K> {
             .unwrap_or_else(|| kind_of::<K>().to_lowercase());
         self.validate(&name)?;
         let namespace = self.namespace.as_deref();
-        let (factory, drop_fields) = (self.factory, self.drop_managed_fields);
+        let factory_ref = self.factory.take();
+        let factory = factory_ref.as_ref().map(FactoryRef::get);
+        let drop_fields = self.drop_managed_fields;
         self.owner.acquire(factory, namespace, drop_fields)?;
         for source in &mut self.sources {
             source.acquire(factory, namespace, drop_fields)?;
@@ -538,7 +610,10 @@ impl<'a, K: Watchable> ControllerBuilder<'a, K> {
         for source in self.sources {
             source.install(&context, &mut installed)?;
         }
-        let owner_handler: Arc<dyn EventHandler<K>> = Arc::new(OwnerHandler(Arc::clone(&context)));
+        let owner_handler: Arc<dyn EventHandler<K>> = Arc::new(OwnerHandler {
+            context: Arc::clone(&context),
+            update_filter: self.owner_update_filter,
+        });
         owner_informer.add_event_handler_arc(Arc::clone(&owner_handler));
         Ok(Controller {
             name: Arc::from(name),

@@ -77,6 +77,27 @@ pub enum BuildError {
         /// The kind without an informer.
         kind: String,
     },
+    /// A [`Watches::with_owners`](crate::Watches::with_owners) mapper
+    /// written for another owner kind than the controller's.
+    #[error(
+        "the mapper of watched {watched} reads the cache of {mapper_owner}, but the controller's \
+         owner kind is {owner}"
+    )]
+    WatchOwnerMismatch {
+        /// The watched kind.
+        watched: String,
+        /// The owner kind the mapper was written for.
+        mapper_owner: String,
+        /// The controller's owner kind.
+        owner: String,
+    },
+    /// [`Controller::cache`](crate::Controller::cache) of a kind the
+    /// controller neither owns nor watches.
+    #[error("the controller has no cache of {kind}: declare it with owns or watches")]
+    NotCached {
+        /// The kind asked for.
+        kind: String,
+    },
     /// An informer refused what the controller needs of it, e.g. a
     /// transform when a shared informer already has a different one or has
     /// started.

@@ -165,14 +165,18 @@ fn owner_uid<K: Resource>(owner: &K) -> Option<&str> {
 }
 
 /// Events on the owner kind: the owner's own key.
-pub(crate) struct OwnerHandler<K>(pub(crate) Arc<Context<K>>);
+pub(crate) struct OwnerHandler<K> {
+    pub(crate) context: Arc<Context<K>>,
+    /// [`ControllerBuilder::owner_update_filter`](crate::ControllerBuilder::owner_update_filter).
+    pub(crate) update_filter: Option<UpdateFilter<K>>,
+}
 
 impl<K> EventHandler<K> for OwnerHandler<K>
 where
     K: Resource<DynamicType = (), Scope: ObjectScope> + Send + Sync,
 {
     fn on_add(&self, obj: &Arc<K>, is_in_initial_list: bool) {
-        self.0.enqueue.add(
+        self.context.enqueue.add(
             ObjectKey::from_object(obj.as_ref()),
             owner_uid(obj.as_ref()),
             Priority::of_add(is_in_initial_list),
@@ -184,9 +188,15 @@ where
         if owner_uid(old.as_ref()) != owner_uid(new.as_ref()) {
             // Deleted and re-created while the watch was away: the old
             // owner is gone (as upstream's controllers treat it).
-            self.0.forget(&key);
+            self.context.forget(&key);
+        } else if let Some(filter) = &self.update_filter {
+            let deleting =
+                old.meta().deletion_timestamp.is_none() && new.meta().deletion_timestamp.is_some();
+            if !deleting && !filter(old.as_ref(), new.as_ref()) {
+                return;
+            }
         }
-        self.0
+        self.context
             .enqueue
             .add(key, owner_uid(new.as_ref()), Priority::of_update(old, new));
     }
@@ -194,8 +204,8 @@ where
     fn on_delete(&self, obj: &DeletedObject<K>) {
         let owner = obj.object();
         let key = ObjectKey::from_object(owner.as_ref());
-        self.0.forget(&key);
-        self.0
+        self.context.forget(&key);
+        self.context
             .enqueue
             .add(key, owner_uid(owner.as_ref()), Priority::Normal);
     }

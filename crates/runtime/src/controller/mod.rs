@@ -6,6 +6,7 @@ mod enqueue;
 mod error;
 mod handlers;
 mod metrics;
+pub mod predicates;
 mod sources;
 
 use std::any::{Any, TypeId};
@@ -128,7 +129,26 @@ impl<K: Watchable> Controller<K> {
     /// Starts declaring a controller whose informers come from `factory`
     /// (shared with the other controllers of the process).
     pub fn builder(factory: &SharedInformerFactory) -> ControllerBuilder<'_, K> {
-        ControllerBuilder::new(Some(factory), None)
+        ControllerBuilder::new(Some(builder::FactoryRef::Borrowed(factory)), None)
+    }
+
+    /// Starts declaring a controller that runs under `manager`: its
+    /// informers come from the manager's factory, it watches the manager's
+    /// namespace (`--namespace`) if one is set, and it records its metrics
+    /// into the manager's shared [`ControllerMetrics`]
+    /// ([`Manager::controller_metrics`]). Hand the built controller to
+    /// [`Manager::add_controller`].
+    ///
+    /// [`Manager::controller_metrics`]: crate::Manager::controller_metrics
+    /// [`Manager::add_controller`]: crate::Manager::add_controller
+    pub fn builder_for(manager: &mut crate::Manager) -> ControllerBuilder<'static, K> {
+        let factory = builder::FactoryRef::Shared(Arc::clone(manager.factory()));
+        let mut builder =
+            ControllerBuilder::new(Some(factory), None).metrics(&manager.controller_metrics());
+        if let Some(namespace) = manager.namespace() {
+            builder = builder.namespace(namespace);
+        }
+        builder
     }
 
     /// Starts declaring a controller over an owner informer you made (in
@@ -161,6 +181,23 @@ impl<K: Watchable> Controller<K> {
             .get(&TypeId::of::<C>())
             .and_then(|s| s.downcast_ref::<Store<C>>())
             .cloned()
+    }
+
+    /// [`store_of`](Self::store_of) for the wiring: the cache of an owned
+    /// or watched kind `C` (or the owner cache), or an error naming `C`
+    /// that `?` passes on, so a context is built in one expression:
+    ///
+    /// ```text
+    /// let ctx = Ctx { configmaps: controller.cache()?, services: controller.cache()?, .. };
+    /// ```
+    ///
+    /// # Errors
+    /// [`BuildError::NotCached`] if the controller neither owns nor
+    /// watches `C`.
+    pub fn cache<C: Watchable>(&self) -> Result<Store<C>, BuildError> {
+        self.store_of().ok_or_else(|| BuildError::NotCached {
+            kind: sources::kind_of::<C>(),
+        })
     }
 
     /// The event handler the controller registered on the owner informer.

@@ -275,10 +275,28 @@ impl<K: Watchable, C: Watchable> Source<K> for OwnedSource<K, C> {
     }
 }
 
+/// How a watched object maps to owner keys.
+pub(crate) enum Mapping<W> {
+    /// From the object alone.
+    Plain(MapFn<W>),
+    /// From the object and the owner cache: an
+    /// `OwnersMapFn<K, W>` for the owner kind named, checked against the
+    /// controller's at build.
+    WithOwners {
+        map: Box<dyn std::any::Any + Send + Sync>,
+        owner: TypeId,
+        owner_kind: String,
+    },
+}
+
+/// A mapper given the owner cache too.
+pub(crate) type OwnersMapFn<K, W> =
+    Arc<dyn Fn(&W, &Store<K>) -> Vec<ctrlkit_informer::ObjectKey> + Send + Sync>;
+
 /// A watched kind and its mapping to keys.
 pub(crate) struct WatchedSource<W> {
     pub(crate) plan: InformerPlan<W>,
-    pub(crate) map: MapFn<W>,
+    pub(crate) map: Mapping<W>,
 }
 
 impl<K: Watchable, W: Watchable> Source<K> for WatchedSource<W> {
@@ -291,6 +309,17 @@ impl<K: Watchable, W: Watchable> Source<K> for WatchedSource<W> {
     }
 
     fn validate(&self) -> Result<(), BuildError> {
+        if let Mapping::WithOwners {
+            owner, owner_kind, ..
+        } = &self.map
+            && *owner != TypeId::of::<K>()
+        {
+            return Err(BuildError::WatchOwnerMismatch {
+                watched: kind_of::<W>(),
+                mapper_owner: owner_kind.clone(),
+                owner: kind_of::<K>(),
+            });
+        }
         self.plan.validate(&[])
     }
 
@@ -309,11 +338,25 @@ impl<K: Watchable, W: Watchable> Source<K> for WatchedSource<W> {
         installed: &mut Installed,
     ) -> Result<(), BuildError> {
         let this = *self;
+        let map: MapFn<W> = match this.map {
+            Mapping::Plain(map) => map,
+            Mapping::WithOwners { map, .. } => {
+                let Ok(map) = map.downcast::<OwnersMapFn<K, W>>() else {
+                    return Err(BuildError::WatchOwnerMismatch {
+                        watched: kind_of::<W>(),
+                        mapper_owner: "another kind".into(),
+                        owner: kind_of::<K>(),
+                    });
+                };
+                let owners = context.owners.clone();
+                Arc::new(move |object: &W| map(object, &owners))
+            }
+        };
         let informer = this.plan.install()?;
         installed.add(informer.store());
         informer.add_event_handler(WatchHandler {
             context: Arc::clone(context),
-            map: this.map,
+            map,
         });
         Ok(())
     }

@@ -47,10 +47,11 @@ type LeaderGauge = Family<Vec<(String, String)>, Gauge>;
 /// See the [module docs](super) for the lifecycle.
 ///
 /// Build it ([`new`](Self::new), [`from_args`](Self::from_args) or
-/// [`with_client`](Self::with_client)), build controllers on its
-/// [`client`](Self::client), [`factory`](Self::factory) and
-/// [`registry_mut`](Self::registry_mut), [`add`](Self::add) them, then
-/// [`run`](Self::run) it.
+/// [`with_client`](Self::with_client)), declare controllers on it with
+/// [`Controller::builder_for`](crate::Controller::builder_for), give them
+/// [`child_control`](Self::child_control)s behind its fence,
+/// [`add_controller`](Self::add_controller) them (or [`add`](Self::add)
+/// any other [`Runnable`]), then [`run`](Self::run) it.
 pub struct Manager {
     config: ManagerConfig,
     /// Behind the write fence: what controllers get.
@@ -65,6 +66,8 @@ pub struct Manager {
     status: ManagerStatus,
     leader_gauge: Option<LeaderGauge>,
     metrics_auth: Option<Arc<dyn MetricsAuth>>,
+    /// Registered on first use ([`Manager::controller_metrics`]).
+    pub(super) controller_metrics: Option<crate::ControllerMetrics>,
 }
 
 impl fmt::Debug for Manager {
@@ -133,6 +136,7 @@ impl Manager {
             status,
             leader_gauge,
             metrics_auth: None,
+            controller_metrics: None,
         })
     }
 
@@ -276,6 +280,7 @@ impl Manager {
             status,
             leader_gauge,
             metrics_auth,
+            controller_metrics: _,
         } = self;
         let mut names = HashSet::new();
         if let Some(duplicate) = runnables

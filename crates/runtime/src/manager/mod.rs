@@ -209,6 +209,7 @@
 mod args;
 mod binary;
 mod config;
+mod controllers;
 mod endpoints;
 mod error;
 mod fence;

@@ -5,15 +5,14 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use ctrlkit::runtime::manager::run_main;
+use ctrlkit::prelude::run_main;
 use ctrlkit_example_webapp::controller::{Cli, NAME, add_to};
 use ctrlkit_example_webapp::resource::print_crd;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = Cli::parse();
-    if cli.print_crd {
-        return print_crd();
+    match Cli::parse() {
+        cli if cli.print_crd => print_crd(),
+        cli => run_main(NAME, &cli.manager, |manager| add_to(manager, &cli)).await,
     }
-    run_main(NAME, &cli.manager, |manager| add_to(manager, &cli)).await
 }

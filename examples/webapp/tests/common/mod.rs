@@ -18,7 +18,7 @@ use ctrlkit::prelude::*;
 use ctrlkit::runtime::manager::Manager;
 use ctrlkit::runtime::{RunError, Stopped};
 use ctrlkit_example_webapp::api::WebAppApi;
-use ctrlkit_example_webapp::controller::{Cli, NAME, caches, controller};
+use ctrlkit_example_webapp::controller::{Cli, NAME, controller};
 use ctrlkit_example_webapp::reconcile::{Context, reconcile};
 use ctrlkit_example_webapp::resource::{FINALIZER, WebApp, WebAppSpec, WebAppStatus};
 use ctrlkit_example_webapp::routes::RoutesRef;
@@ -260,7 +260,9 @@ impl Harness {
         ])
         .unwrap();
         let mut manager = Manager::with_client(client, cli.manager.config(NAME)).unwrap();
-        let (controller, routes) = controller(&mut manager, &cli).unwrap();
+        let (controller, caches) = controller(&mut manager, &cli).unwrap();
+        // The factory hands out the routes informer the controller watches.
+        let routes = cli.routes.informer(manager.factory());
         let factory = manager.factory().clone();
         // The factory hands out the informers the controller took.
         let webapps = controller.informer().clone();
@@ -283,7 +285,7 @@ impl Harness {
             deployments: Arc::new(deploy_control.clone()),
             services: Arc::new(svc_control.clone()),
             api: Arc::new(api.clone()),
-            caches: caches(&controller, &routes).unwrap(),
+            caches,
             routes: RoutesRef::new(OPS, "webapp-routes"),
             consistency: controller.consistency().clone(),
         });

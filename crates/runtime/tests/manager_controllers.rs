@@ -1,0 +1,216 @@
+//! Controllers on a manager: `Controller::builder_for`, fenced
+//! `Manager::child_control`, `Manager::add_controller`, the shared
+//! controller metrics and `Controller::cache`, against the test cluster.
+#![allow(clippy::unwrap_used)]
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ctrlkit_childcontrol::{ChildControl, ChildControlError, ChildControlExt};
+use ctrlkit_informer::Store;
+use ctrlkit_runtime::manager::{FenceClosed, LeaderElectionConfig, Manager, ManagerConfig};
+use ctrlkit_runtime::{Action, BuildError, Controller, ObjectKey};
+use ctrlkit_testcluster::{TestCluster, TestClusterConfig};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::Api;
+use kube::api::{Patch, PatchParams, PostParams};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    for _ in 0..500 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+struct Ctx {
+    configmaps: Arc<dyn ChildControl<ConfigMap>>,
+    cache: Store<ConfigMap>,
+}
+
+/// Gives every Deployment a ConfigMap `<name>-config` holding its replicas.
+async fn reconcile(
+    key: ObjectKey,
+    deployment: Option<Arc<Deployment>>,
+    ctx: Arc<Ctx>,
+) -> Result<Action, ChildControlError> {
+    let Some(deployment) = deployment else {
+        return Ok(Action::done());
+    };
+    // (`spec` is optional in some Kubernetes versions only.)
+    let replicas =
+        serde_json::to_value(deployment.as_ref()).unwrap_or_default()["spec"]["replicas"]
+            .as_i64()
+            .unwrap_or(1);
+    let mut cm = ConfigMap::default();
+    cm.metadata.name = Some(format!("{}-config", key.name));
+    cm.data = Some([("replicas".to_string(), replicas.to_string())].into());
+    let cached = ctx
+        .cache
+        .get(&key.namespace, &format!("{}-config", key.name));
+    ctx.configmaps
+        .ensure(deployment.as_ref(), &cm, cached.as_deref())
+        .await?;
+    Ok(Action::done())
+}
+
+fn deployment(name: &str, replicas: i32) -> Deployment {
+    serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "app", "image": "pause"}]}
+            }
+        }
+    }))
+    .unwrap()
+}
+
+fn config_of(namespace: &str) -> ManagerConfig {
+    let mut config = ManagerConfig::new("config-controller");
+    config.namespace = Some(namespace.into());
+    config.metrics_addr = None;
+    config.health_addr = None;
+    config
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_controller_added_to_the_manager_reconciles_children_in_its_namespace() {
+    let cluster = TestCluster::start(TestClusterConfig::default())
+        .await
+        .unwrap();
+    let mut manager = Manager::with_client(cluster.client(), config_of("default")).unwrap();
+    let controller = Controller::<Deployment>::builder_for(&mut manager)
+        .name("config-controller")
+        .owns::<ConfigMap>()
+        .build()
+        .unwrap();
+    let ctx = Arc::new(Ctx {
+        configmaps: manager.child_control("config-controller"),
+        cache: controller.cache().unwrap(),
+    });
+    manager.add_controller(controller, reconcile, ctx);
+    let shutdown = CancellationToken::new();
+    let registry_probe = manager.status();
+    let running = tokio::spawn(manager.run(shutdown.clone()));
+
+    let client = cluster.client();
+    let pp = PostParams::default();
+    let here: Api<Deployment> = Api::namespaced(client.clone(), "default");
+    let elsewhere: Api<Deployment> = Api::namespaced(client.clone(), "kube-system");
+    here.create(&pp, &deployment("web", 2)).await.unwrap();
+    elsewhere
+        .create(&pp, &deployment("other", 1))
+        .await
+        .unwrap();
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    eventually("the ConfigMap", || async {
+        cms.get_opt("web-config").await.unwrap().is_some()
+    })
+    .await;
+    let cm = cms.get("web-config").await.unwrap();
+    let owner = &cm.metadata.owner_references.as_ref().unwrap()[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.controller),
+        ("Deployment", Some(true))
+    );
+
+    // A change reaches the child through `ensure`'s patch.
+    let scale = json!({"spec": {"replicas": 3}});
+    here.patch("web", &PatchParams::default(), &Patch::Merge(scale))
+        .await
+        .unwrap();
+    eventually("the ConfigMap to follow", || async {
+        let cm = cms.get("web-config").await.unwrap();
+        cm.data.unwrap()["replicas"] == "3"
+    })
+    .await;
+
+    // `--namespace` applies: the other namespace is not watched.
+    let other: Api<ConfigMap> = Api::namespaced(client.clone(), "kube-system");
+    assert!(other.get_opt("other-config").await.unwrap().is_none());
+    assert!(registry_probe.is_ready());
+
+    shutdown.cancel();
+    running.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn child_controls_from_the_manager_write_only_while_leading() {
+    let cluster = TestCluster::start(TestClusterConfig::default())
+        .await
+        .unwrap();
+    let mut config = config_of("default");
+    config.leader_election = Some(LeaderElectionConfig::new("config-controller", "default"));
+    let manager = Manager::with_client(cluster.client(), config).unwrap();
+    // Not run: a stand-by that has not won the lease.
+    let control = manager.child_control::<ConfigMap>("config-controller");
+    let owner = Api::<Deployment>::namespaced(cluster.client(), "default")
+        .create(&PostParams::default(), &deployment("web", 1))
+        .await
+        .unwrap();
+    let mut cm = ConfigMap::default();
+    cm.metadata.name = Some("web-config".into());
+    let err = control.create_for(&owner, &cm).await.unwrap_err();
+    let ChildControlError::WriteRefused(refused) = &err else {
+        panic!("{err:?}")
+    };
+    let source = std::error::Error::source(refused).unwrap();
+    assert_eq!(source.downcast_ref(), Some(&FenceClosed::NotLeader));
+    let cms: Api<ConfigMap> = Api::namespaced(cluster.client(), "default");
+    assert!(cms.get_opt("web-config").await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn controllers_of_one_manager_share_its_metrics_under_distinct_names() {
+    let client =
+        kube::Client::try_from(kube::Config::new("http://127.0.0.1:1".parse().unwrap())).unwrap();
+    let mut manager = Manager::with_client(client, config_of("default")).unwrap();
+    let first = Controller::<Deployment>::builder_for(&mut manager)
+        .name("one")
+        .build()
+        .unwrap();
+    Controller::<ConfigMap>::builder_for(&mut manager)
+        .name("two")
+        .build()
+        .unwrap();
+    let again = Controller::<Secret>::builder_for(&mut manager)
+        .name("one")
+        .build()
+        .unwrap_err();
+    assert_eq!(again, BuildError::DuplicateName { name: "one".into() });
+    // One set of families in the registry, however many controllers.
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, manager.registry()).unwrap();
+    let families = text
+        .lines()
+        .filter(|l| *l == "# TYPE workqueue_depth gauge")
+        .count();
+    assert_eq!(families, 1, "{text}");
+    assert!(text.contains(r#"workqueue_depth{name="one"} 0"#), "{text}");
+    assert!(text.contains(r#"workqueue_depth{name="two"} 0"#), "{text}");
+
+    // A cache the controller does not have is an error naming the kind.
+    let err = first.cache::<Secret>().unwrap_err();
+    assert_eq!(
+        err,
+        BuildError::NotCached {
+            kind: "Secret".into()
+        }
+    );
+    assert!(err.to_string().contains("declare it with owns or watches"));
+    assert!(first.cache::<Deployment>().is_ok());
+}
