@@ -6,6 +6,7 @@
 //! hash table holds only indexes, so each key is stored once. A full cache
 //! reuses its least recently used slot for the new entry.
 
+#[cfg(test)]
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 
@@ -64,6 +65,7 @@ impl<K: Hash + Eq, V> Lru<K, V> {
     }
 
     /// The value under `key`, marked as the most recently used.
+    #[cfg(test)]
     pub(crate) fn get_mut<Q>(&mut self, key: &Q) -> Option<&mut V>
     where
         K: Borrow<Q>,

@@ -13,6 +13,7 @@ use kube::runtime::events::{Event, EventType, Reporter};
 use kube::{Api, Client};
 use parking_lot::Mutex;
 use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
 
 use crate::correlator::{Correlated, Correlator, CorrelatorConfig};
 use crate::error::{PublishError, Verb, WriteError};
@@ -171,6 +172,9 @@ struct Shared {
     /// The writer until it is spawned, on the first use inside a runtime.
     pending_worker: Mutex<Option<Worker>>,
     started: AtomicBool,
+    /// Cancelled by [`Recorder::shutdown`]: the writer stops pausing
+    /// between tries at once, even mid-retry.
+    stopping: CancellationToken,
     counters: Arc<Counters>,
     reporter: Reporter,
     clock: Clock,
@@ -224,6 +228,7 @@ impl Recorder {
         let capacity = config.queue_capacity.max(1);
         let (tx, rx) = mpsc::channel(capacity);
         let counters = Arc::new(Counters::default());
+        let stopping = CancellationToken::new();
         let worker = Worker {
             client,
             rx,
@@ -237,13 +242,14 @@ impl Recorder {
             counters: Arc::clone(&counters),
             retry_interval: config.retry_interval,
             max_tries: config.max_tries.max(1),
-            stopping: false,
+            stopping: stopping.clone(),
         };
         Self {
             shared: Arc::new(Shared {
                 tx,
                 pending_worker: Mutex::new(Some(worker)),
                 started: AtomicBool::new(false),
+                stopping,
                 counters,
                 reporter: reporter.into(),
                 clock: Clock::new(),
@@ -317,6 +323,7 @@ impl Recorder {
     /// between tries), then stops the background task; later publishes
     /// fail with [`PublishError::ShutDown`]. Waits for it to finish.
     pub async fn shutdown(&self) {
+        self.shared.stopping.cancel();
         self.start_worker();
         let (done, wait) = oneshot::channel();
         if self.shared.tx.send(Command::Stop(done)).await.is_ok() {
@@ -367,7 +374,7 @@ struct Worker {
     retry_interval: Duration,
     max_tries: u32,
     /// Shutting down: one try per event, no pauses.
-    stopping: bool,
+    stopping: CancellationToken,
 }
 
 impl Worker {
@@ -380,7 +387,6 @@ impl Worker {
                     let _ = done.send(());
                 }
                 Command::Stop(done) => {
-                    self.stopping = true;
                     self.rx.close();
                     stopped = Some(done);
                 }
@@ -464,7 +470,8 @@ impl Worker {
                 }
                 Err(error) => {
                     tries += 1;
-                    let retry = error.is_retriable() && !self.stopping && tries < self.max_tries;
+                    let stopping = self.stopping.is_cancelled();
+                    let retry = error.is_retriable() && !stopping && tries < self.max_tries;
                     if !retry {
                         bump(&self.counters.failed);
                         log_failure(&error, &event, tries);
@@ -482,7 +489,11 @@ impl Worker {
                     } else {
                         self.retry_interval
                     };
-                    tokio::time::sleep(pause).await;
+                    // A shutdown cuts the pause short: one last try.
+                    tokio::select! {
+                        () = tokio::time::sleep(pause) => {}
+                        () = self.stopping.cancelled() => {}
+                    }
                 }
             }
         }
