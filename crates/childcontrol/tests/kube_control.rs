@@ -12,12 +12,12 @@ use ctrlkit_childcontrol::{
     ChildControl, ChildControlError, KubeChildControl, Operation, WriteAttempt, WriteGate,
     WriteRefused,
 };
+use ctrlkit_events::Recorder;
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Preconditions};
 use kube::Client;
-use ctrlkit_events::Recorder;
 use kube::api::Patch;
 use serde_json::{Value, json};
 
