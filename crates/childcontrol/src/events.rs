@@ -16,17 +16,29 @@ pub const SUCCESSFUL_DELETE_REASON: &str = "SuccessfulDelete";
 /// Event reason recorded on the owner when deleting a child failed.
 pub const FAILED_DELETE_REASON: &str = "FailedDelete";
 
+/// Why an event was not recorded (only ever logged).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SinkError {
+    /// kube-runtime's recorder failed to write it.
+    #[error(transparent)]
+    Kube(#[from] kube::Error),
+    /// ctrlkit's recorder could not queue it.
+    #[error(transparent)]
+    Queue(#[from] ctrlkit_events::PublishError),
+}
+
 /// Where a child control's events go.
 ///
-/// Kept crate-private on purpose: today it is kube-runtime's [`Recorder`];
-/// a later change can put an aggregating or rate-limited recorder behind
-/// it without touching the child controls.
+/// Kept crate-private on purpose: by default it is ctrlkit's
+/// [`ctrlkit_events::Recorder`] (client-go's aggregation, counting and spam
+/// filter; core/v1 events; never waits), or kube-runtime's [`Recorder`]
+/// for controls built with `with_recorder`.
 pub(crate) trait EventSink: Send + Sync {
     fn publish<'a>(
         &'a self,
         event: &'a Event,
         regarding: &'a ObjectReference,
-    ) -> BoxFuture<'a, Result<(), kube::Error>>;
+    ) -> BoxFuture<'a, Result<(), SinkError>>;
 }
 
 impl EventSink for Recorder {
@@ -34,8 +46,20 @@ impl EventSink for Recorder {
         &'a self,
         event: &'a Event,
         regarding: &'a ObjectReference,
-    ) -> BoxFuture<'a, Result<(), kube::Error>> {
-        Box::pin(Recorder::publish(self, event, regarding))
+    ) -> BoxFuture<'a, Result<(), SinkError>> {
+        Box::pin(async move { Ok(Recorder::publish(self, event, regarding).await?) })
+    }
+}
+
+impl EventSink for ctrlkit_events::Recorder {
+    fn publish<'a>(
+        &'a self,
+        event: &'a Event,
+        regarding: &'a ObjectReference,
+    ) -> BoxFuture<'a, Result<(), SinkError>> {
+        // Queues and returns: nothing to wait for.
+        let queued = ctrlkit_events::Recorder::publish(self, event, regarding);
+        Box::pin(std::future::ready(queued.map_err(SinkError::from)))
     }
 }
 

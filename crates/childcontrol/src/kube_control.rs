@@ -78,20 +78,28 @@ impl<C> ChildResource for C where
 ///   server-side apply under the [field manager](Self::with_field_manager))
 ///   and records nothing.
 ///
-/// Events go through kube-runtime's [`Recorder`] (the `events.k8s.io/v1`
-/// API), in the owner's namespace, with the child as the event's related
-/// object on success and on failed deletes; their action is
-/// `Create<Kind>` / `Delete<Kind>`. They are published before the method
-/// returns; a failure to publish one is logged with `tracing` at warn
-/// level and never fails the operation. The recorder folds repeats of the
-/// same reason on the same owner and related object into one event series,
-/// keeping the first message.
+/// Events go through a [`ctrlkit_events::Recorder`] (core/v1 events, as
+/// the kube-controller-manager writes them), in the owner's namespace,
+/// with the child as the event's related object on success and on failed
+/// deletes; their action is `Create<Kind>` / `Delete<Kind>`. The recorder
+/// has client-go's semantics: a repeat of an identical event bumps its
+/// count, more than ten events of one reason with differing messages on
+/// one owner within ten minutes are combined into one
+/// `(combined from similar events): ...` event, and a spam filter limits
+/// each owner to a burst of 25 events, then one per five minutes. Events
+/// are queued for a background task, never waited for; a failure to queue
+/// or write one is logged with `tracing` and never fails the operation.
+/// [`with_event_recorder`](Self::with_event_recorder) shares one recorder
+/// between controls (and lets a caller [`flush`](ctrlkit_events::Recorder::flush)
+/// it); [`with_recorder`](Self::with_recorder) keeps kube-runtime's
+/// [`Recorder`] (`events.k8s.io/v1`, published before the method returns).
 ///
 /// Cluster-scoped kinds are supported too: their `namespace` argument is
 /// ignored.
 ///
 /// The client needs `create`, `delete` and `patch` on the child's resource
-/// and `create` and `patch` on `events.k8s.io` `events`.
+/// and `create` and `patch` on `events` in the core API group (`""`;
+/// `events.k8s.io` with [`with_recorder`](Self::with_recorder)).
 pub struct KubeChildControl<C> {
     client: Client,
     events: Option<Arc<dyn EventSink>>,
@@ -137,12 +145,22 @@ impl<C: ChildResource> KubeChildControl<C> {
     pub fn new(client: Client, reporter: impl Into<Reporter>) -> Self {
         let reporter = reporter.into();
         let field_manager = reporter.controller.clone();
-        let recorder = Recorder::new(client.clone(), reporter);
+        let recorder = ctrlkit_events::Recorder::new(client.clone(), reporter);
         Self::build(client, Some(Arc::new(recorder)), field_manager)
     }
 
-    /// A child control that records events through an existing `recorder`
-    /// (which may use a different client).
+    /// A child control that records events through an existing ctrlkit
+    /// `recorder` (which may use a different client, and may be shared
+    /// with other controls so that they correlate events together); the
+    /// field manager is the recorder's reporter.
+    pub fn with_event_recorder(client: Client, recorder: ctrlkit_events::Recorder) -> Self {
+        let field_manager = recorder.reporter().controller.clone();
+        Self::build(client, Some(Arc::new(recorder)), field_manager)
+    }
+
+    /// A child control that records events through an existing kube-runtime
+    /// `recorder` (which may use a different client), in the
+    /// `events.k8s.io/v1` API, published before each method returns.
     pub fn with_recorder(client: Client, recorder: Recorder) -> Self {
         Self::build(
             client,

@@ -12,6 +12,7 @@ use ctrlkit_childcontrol::{
     ChildControl, ChildControlError, KubeChildControl, Operation, WriteAttempt, WriteGate,
     WriteRefused,
 };
+use ctrlkit_events::Recorder;
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ObjectReference};
@@ -31,7 +32,7 @@ struct Seen {
 
 impl Seen {
     fn is_event(&self) -> bool {
-        self.path.starts_with("/apis/events.k8s.io/v1/")
+        self.path.ends_with("/events")
     }
 }
 
@@ -154,6 +155,16 @@ fn requests(seen: &Arc<Mutex<Vec<Seen>>>) -> Vec<Seen> {
     seen.lock().unwrap().clone()
 }
 
+/// A control recording as `reporter` through a recorder the test can
+/// flush: events are written by a background task.
+fn with_recorder(client: Client, reporter: &str) -> (KubeChildControl<ConfigMap>, Recorder) {
+    let recorder = Recorder::new(client.clone(), reporter);
+    (
+        KubeChildControl::with_event_recorder(client, recorder.clone()),
+        recorder,
+    )
+}
+
 #[tokio::test]
 async fn create_posts_the_child_and_records_successful_create() {
     let (client, seen) = mock_client(Arc::new(healthy));
@@ -164,6 +175,14 @@ async fn create_posts_the_child_and_records_successful_create() {
         .unwrap();
     assert_eq!(cm.metadata.name.as_deref(), Some("web-config-q8x2z"));
 
+    // The event is written by the recorder's background task.
+    tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        while requests(&seen).len() < 2 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .unwrap();
     let reqs = requests(&seen);
     assert_eq!(reqs.len(), 2, "{reqs:#?}");
     let create = &reqs[0];
@@ -183,15 +202,17 @@ async fn create_posts_the_child_and_records_successful_create() {
     assert_eq!(create.body["data"], json!({"mode": "fast"}));
 
     let event = &reqs[1];
-    assert_eq!(event.path, "/apis/events.k8s.io/v1/namespaces/ns/events");
+    assert_eq!(event.path, "/api/v1/namespaces/ns/events");
     assert_eq!(event.body["reason"], "SuccessfulCreate");
     assert_eq!(event.body["type"], "Normal");
     assert_eq!(event.body["action"], "CreateConfigMap");
-    assert_eq!(event.body["note"], "Created configmap: web-config-q8x2z");
-    assert_eq!(event.body["regarding"]["kind"], "App");
+    assert_eq!(event.body["message"], "Created configmap: web-config-q8x2z");
+    assert_eq!(event.body["involvedObject"]["kind"], "App");
     assert_eq!(event.body["related"]["kind"], "ConfigMap");
     assert_eq!(event.body["related"]["uid"], "child-uid-1");
-    assert_eq!(event.body["reportingController"], "app-controller");
+    assert_eq!(event.body["reportingComponent"], "app-controller");
+    assert_eq!(event.body["source"]["component"], "app-controller");
+    assert_eq!(event.body["count"], 1);
 }
 
 #[tokio::test]
@@ -202,11 +223,12 @@ async fn failures_record_the_servers_message_not_a_debug_dump() {
         "configmaps \"web-config-\" is forbidden: exceeded quota: cms",
     );
     let (client, seen) = mock_client(failing(Method::POST, 403, quota));
-    let control = KubeChildControl::<ConfigMap>::new(client, "app-controller");
+    let (control, recorder) = with_recorder(client, "app-controller");
     let err = control
         .create("ns", &template(), &owner(), &controller_ref())
         .await
         .unwrap_err();
+    recorder.flush().await;
     assert!(err.is_forbidden() && !err.is_namespace_terminating());
     assert_eq!(
         err.to_string(),
@@ -216,7 +238,7 @@ async fn failures_record_the_servers_message_not_a_debug_dump() {
     assert_eq!(reqs[1].body["reason"], "FailedCreate");
     assert_eq!(reqs[1].body["type"], "Warning");
     assert_eq!(
-        reqs[1].body["note"],
+        reqs[1].body["message"],
         "Error creating: configmaps \"web-config-\" is forbidden: exceeded quota: cms"
     );
 
@@ -226,15 +248,17 @@ async fn failures_record_the_servers_message_not_a_debug_dump() {
         "Precondition failed: UID in precondition: a",
     );
     let (client, seen) = mock_client(failing(Method::DELETE, 409, conflict));
-    let err = KubeChildControl::<ConfigMap>::new(client, "app-controller")
+    let (control, recorder) = with_recorder(client, "app-controller");
+    let err = control
         .delete("ns", "web-config", &owner(), None)
         .await
         .unwrap_err();
+    recorder.flush().await;
     assert!(err.is_conflict());
     let reqs = requests(&seen);
     assert_eq!(reqs[1].body["reason"], "FailedDelete");
     assert_eq!(
-        reqs[1].body["note"],
+        reqs[1].body["message"],
         "Error deleting: Precondition failed: UID in precondition: a"
     );
 }
@@ -247,10 +271,12 @@ async fn namespace_terminating_is_its_own_error_without_event() {
         "unable to create new content in namespace ns because it is being terminated",
     );
     let (client, seen) = mock_client(failing(Method::POST, 403, answer));
-    let err = KubeChildControl::<ConfigMap>::new(client, "c")
+    let (control, recorder) = with_recorder(client, "c");
+    let err = control
         .create("ns", &template(), &owner(), &controller_ref())
         .await
         .unwrap_err();
+    recorder.flush().await;
     assert!(
         matches!(&err, ChildControlError::NamespaceTerminating { namespace } if namespace == "ns")
     );
@@ -260,7 +286,7 @@ async fn namespace_terminating_is_its_own_error_without_event() {
 #[tokio::test]
 async fn delete_sends_preconditions_records_the_event_and_ignores_missing_children() {
     let (client, seen) = mock_client(Arc::new(healthy));
-    let control = KubeChildControl::<ConfigMap>::new(client, "c");
+    let (control, recorder) = with_recorder(client, "c");
     let pre = Preconditions {
         uid: Some("child-uid".into()),
         resource_version: None,
@@ -269,20 +295,20 @@ async fn delete_sends_preconditions_records_the_event_and_ignores_missing_childr
         .delete("ns", "web-config", &owner(), Some(&pre))
         .await
         .unwrap();
+    recorder.flush().await;
     let reqs = requests(&seen);
     assert_eq!(reqs[0].method, Method::DELETE);
     assert_eq!(reqs[0].path, "/api/v1/namespaces/ns/configmaps/web-config");
     assert_eq!(reqs[0].body["preconditions"], json!({"uid": "child-uid"}));
     assert_eq!(reqs[1].body["reason"], "SuccessfulDelete");
-    assert_eq!(reqs[1].body["note"], "Deleted configmap: web-config");
+    assert_eq!(reqs[1].body["message"], "Deleted configmap: web-config");
     assert_eq!(reqs[1].body["related"]["uid"], "child-uid");
 
     // A bare 404 without a reason counts as gone too.
     let (client, seen) = mock_client(failing(Method::DELETE, 404, status(404, "", "gone")));
-    KubeChildControl::<ConfigMap>::new(client, "c")
-        .delete("ns", "gone", &owner(), None)
-        .await
-        .unwrap();
+    let (control, recorder) = with_recorder(client, "c");
+    control.delete("ns", "gone", &owner(), None).await.unwrap();
+    recorder.flush().await;
     assert_eq!(
         requests(&seen).len(),
         1,
@@ -293,7 +319,7 @@ async fn delete_sends_preconditions_records_the_event_and_ignores_missing_childr
 #[tokio::test]
 async fn patches_use_their_content_type_and_apply_names_the_field_manager() {
     let (client, seen) = mock_client(Arc::new(healthy));
-    let control = KubeChildControl::<ConfigMap>::new(client, "app-controller");
+    let (control, recorder) = with_recorder(client, "app-controller");
     let body = json!({"metadata": {"labels": {"x": "y"}}});
     let cm = control
         .patch("ns", "web-config", &Patch::Merge(body.clone()))
@@ -308,6 +334,7 @@ async fn patches_use_their_content_type_and_apply_names_the_field_manager() {
         .patch("ns", "web-config", &Patch::Apply(body.clone()))
         .await
         .unwrap();
+    recorder.flush().await;
     let reqs = requests(&seen);
     assert_eq!(reqs.len(), 3, "patches record no events");
     assert_eq!(reqs[0].content_type, "application/merge-patch+json");
@@ -362,7 +389,8 @@ async fn the_write_gate_refuses_before_any_request() {
             }
         })
     };
-    let control = KubeChildControl::<ConfigMap>::new(client, "c").with_write_gate(gate);
+    let (control, recorder) = with_recorder(client, "c");
+    let control = control.with_write_gate(gate);
     control
         .create("ns", &template(), &owner(), &controller_ref())
         .await
@@ -381,6 +409,7 @@ async fn the_write_gate_refuses_before_any_request() {
         assert!(err.is_write_refused(), "{err:?}");
         assert_eq!(err.to_string(), "write refused: lease lost");
     }
+    recorder.flush().await;
     assert_eq!(
         requests(&seen).len(),
         2,

@@ -44,19 +44,22 @@ pub const FAILED_DELETE_POD_REASON: &str = ctrlkit_childcontrol::FAILED_DELETE_R
 /// - `patch_pod` sends a strategic merge patch
 ///   (`application/strategic-merge-patch+json`) and records nothing.
 ///
-/// Events go through kube-runtime's [`Recorder`] (the `events.k8s.io/v1`
-/// API), in the owner's namespace, with the pod as the event's related
-/// object on success and on failed deletes. They are published before the
-/// method returns; a failure to publish one is logged with `tracing` at warn
-/// level and never fails the pod operation. Note that the recorder folds
-/// repeats of the same reason on the same owner and related object into one
-/// event series, keeping the first message.
+/// Events go through a [`ctrlkit_events::Recorder`] (core/v1 events, as
+/// the kube-controller-manager writes them, with client-go's aggregation,
+/// counting and spam filter; see [`KubeChildControl`]), in the owner's
+/// namespace, with the pod as the event's related object on success and
+/// on failed deletes. They are queued for a background task, never waited
+/// for; a failure to queue or write one is logged with `tracing` and never
+/// fails the pod operation. [`with_recorder`](Self::with_recorder) keeps
+/// kube-runtime's [`Recorder`] (`events.k8s.io/v1`, published before the
+/// method returns).
 ///
 /// With a [write gate](Self::with_write_gate), every write is checked
 /// first and may be refused with [`PodControlError::WriteRefused`].
 ///
 /// The client needs `create`, `delete` and `patch` on `pods` and `create` and
-/// `patch` on `events.k8s.io` `events`.
+/// `patch` on `events` in the core API group (`""`; `events.k8s.io` with
+/// [`with_recorder`](Self::with_recorder)).
 #[derive(Clone)]
 pub struct KubePodControl {
     pods: KubeChildControl<Pod>,
@@ -81,8 +84,18 @@ impl KubePodControl {
         }
     }
 
-    /// A pod control that records events through an existing `recorder`
-    /// (which may use a different client).
+    /// A pod control that records events through an existing ctrlkit
+    /// `recorder` (which may use a different client, and may be shared).
+    pub fn with_event_recorder(client: Client, recorder: ctrlkit_events::Recorder) -> Self {
+        Self {
+            pods: KubeChildControl::with_event_recorder(client, recorder),
+            records_events: true,
+        }
+    }
+
+    /// A pod control that records events through an existing kube-runtime
+    /// `recorder` (which may use a different client), in the
+    /// `events.k8s.io/v1` API.
     pub fn with_recorder(client: Client, recorder: Recorder) -> Self {
         Self {
             pods: KubeChildControl::with_recorder(client, recorder),

@@ -7,6 +7,7 @@ use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
+use ctrlkit_events::Recorder;
 use ctrlkit_podcontrol::{KubePodControl, PodControl, PodControlError};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
@@ -26,7 +27,7 @@ struct Seen {
 
 impl Seen {
     fn is_event(&self) -> bool {
-        self.path.starts_with("/apis/events.k8s.io/v1/")
+        self.path.ends_with("/events")
     }
 }
 
@@ -158,6 +159,16 @@ fn requests(seen: &Arc<Mutex<Vec<Seen>>>) -> Vec<Seen> {
     seen.lock().unwrap().clone()
 }
 
+/// A pod control recording as `reporter` through a recorder the test can
+/// flush: events are written by a background task.
+fn with_recorder(client: Client, reporter: &str) -> (KubePodControl, Recorder) {
+    let recorder = Recorder::new(client.clone(), reporter);
+    (
+        KubePodControl::with_event_recorder(client, recorder.clone()),
+        recorder,
+    )
+}
+
 #[tokio::test]
 async fn create_posts_the_pod_and_records_successful_create() {
     let (client, seen) = mock_client(Arc::new(healthy));
@@ -169,6 +180,14 @@ async fn create_posts_the_pod_and_records_successful_create() {
     assert_eq!(pod.metadata.name.as_deref(), Some("web-x7k2p"));
     assert_eq!(pod.metadata.uid.as_deref(), Some("pod-uid-1"));
 
+    // The event is written by the recorder's background task.
+    tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        while requests(&seen).len() < 2 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .unwrap();
     let reqs = requests(&seen);
     assert_eq!(reqs.len(), 2, "{reqs:#?}");
     let create = &reqs[0];
@@ -188,25 +207,27 @@ async fn create_posts_the_pod_and_records_successful_create() {
 
     let event = &reqs[1];
     assert_eq!(event.method, Method::POST);
-    assert_eq!(event.path, "/apis/events.k8s.io/v1/namespaces/ns/events");
+    assert_eq!(event.path, "/api/v1/namespaces/ns/events");
     assert_eq!(event.body["reason"], "SuccessfulCreate");
     assert_eq!(event.body["type"], "Normal");
-    assert_eq!(event.body["note"], "Created pod: web-x7k2p");
-    assert_eq!(event.body["regarding"]["name"], "web");
-    assert_eq!(event.body["regarding"]["kind"], "ReplicaSet");
+    assert_eq!(event.body["message"], "Created pod: web-x7k2p");
+    assert_eq!(event.body["involvedObject"]["name"], "web");
+    assert_eq!(event.body["involvedObject"]["kind"], "ReplicaSet");
     assert_eq!(event.body["related"]["name"], "web-x7k2p");
-    assert_eq!(event.body["reportingController"], "replicaset-controller");
+    assert_eq!(event.body["reportingComponent"], "replicaset-controller");
+    assert_eq!(event.body["source"]["component"], "replicaset-controller");
 }
 
 #[tokio::test]
 async fn create_failure_records_failed_create_and_keeps_the_status() {
     let answer = status(500, "InternalError", "etcd is sad", json!({}));
     let (client, seen) = mock_client(failing(Method::POST, false, 500, answer));
-    let control = KubePodControl::new(client, "rs");
+    let (control, recorder) = with_recorder(client, "rs");
     let err = control
         .create_pods("ns", &template(), &owner(), &controller_ref())
         .await
         .unwrap_err();
+    recorder.flush().await;
     assert_eq!(err.status_code(), Some(500));
     assert!(matches!(err, PodControlError::Api(_)));
 
@@ -214,7 +235,7 @@ async fn create_failure_records_failed_create_and_keeps_the_status() {
     assert_eq!(reqs.len(), 2);
     assert_eq!(reqs[1].body["reason"], "FailedCreate");
     assert_eq!(reqs[1].body["type"], "Warning");
-    assert_eq!(reqs[1].body["note"], "Error creating: etcd is sad");
+    assert_eq!(reqs[1].body["message"], "Error creating: etcd is sad");
 }
 
 #[tokio::test]
@@ -234,11 +255,12 @@ async fn namespace_terminating_is_its_own_error_without_event() {
     );
     for answer in [by_cause, by_message] {
         let (client, seen) = mock_client(failing(Method::POST, false, 403, answer));
-        let control = KubePodControl::new(client, "rs");
+        let (control, recorder) = with_recorder(client, "rs");
         let err = control
             .create_pods("ns", &template(), &owner(), &controller_ref())
             .await
             .unwrap_err();
+        recorder.flush().await;
         assert!(
             matches!(&err, PodControlError::NamespaceTerminating { namespace } if namespace == "ns"),
             "{err:?}"
@@ -250,10 +272,12 @@ async fn namespace_terminating_is_its_own_error_without_event() {
     // Another Forbidden (e.g. quota) is a normal failure with an event.
     let quota = status(403, "Forbidden", "exceeded quota: pods", json!({}));
     let (client, seen) = mock_client(failing(Method::POST, false, 403, quota));
-    let err = KubePodControl::new(client, "rs")
+    let (control, recorder) = with_recorder(client, "rs");
+    let err = control
         .create_pods("ns", &template(), &owner(), &controller_ref())
         .await
         .unwrap_err();
+    recorder.flush().await;
     assert!(err.is_forbidden() && !err.is_namespace_terminating());
     assert_eq!(requests(&seen)[1].body["reason"], "FailedCreate");
 }
@@ -283,7 +307,7 @@ async fn invalid_templates_send_nothing() {
 #[tokio::test]
 async fn delete_sends_preconditions_and_records_successful_delete() {
     let (client, seen) = mock_client(Arc::new(healthy));
-    let control = KubePodControl::new(client, "rs");
+    let (control, recorder) = with_recorder(client, "rs");
     let pre = Preconditions {
         uid: Some("pod-uid".into()),
         resource_version: Some("7".into()),
@@ -292,6 +316,7 @@ async fn delete_sends_preconditions_and_records_successful_delete() {
         .delete_pod("ns", "web-1", &owner(), Some(&pre))
         .await
         .unwrap();
+    recorder.flush().await;
 
     let reqs = requests(&seen);
     assert_eq!(reqs.len(), 2);
@@ -302,7 +327,7 @@ async fn delete_sends_preconditions_and_records_successful_delete() {
         json!({"uid": "pod-uid", "resourceVersion": "7"})
     );
     assert_eq!(reqs[1].body["reason"], "SuccessfulDelete");
-    assert_eq!(reqs[1].body["note"], "Deleted pod: web-1");
+    assert_eq!(reqs[1].body["message"], "Deleted pod: web-1");
     assert_eq!(reqs[1].body["related"]["name"], "web-1");
 
     // Without preconditions none are sent.
@@ -327,10 +352,12 @@ async fn deleting_a_missing_pod_is_ok_and_silent() {
         json!({"name": "gone", "kind": "pods"}),
     );
     let (client, seen) = mock_client(failing(Method::DELETE, false, 404, answer));
-    KubePodControl::new(client, "rs")
+    let (control, recorder) = with_recorder(client, "rs");
+    control
         .delete_pod("ns", "gone", &owner(), None)
         .await
         .unwrap();
+    recorder.flush().await;
     assert_eq!(
         requests(&seen).len(),
         1,
@@ -347,21 +374,23 @@ async fn delete_failure_records_failed_delete_and_stays_typed() {
         json!({}),
     );
     let (client, seen) = mock_client(failing(Method::DELETE, false, 409, answer));
-    let err = KubePodControl::new(client, "rs")
+    let (control, recorder) = with_recorder(client, "rs");
+    let err = control
         .delete_pod("ns", "p", &owner(), None)
         .await
         .unwrap_err();
+    recorder.flush().await;
     assert!(err.is_conflict());
     let reqs = requests(&seen);
     assert_eq!(reqs[1].body["reason"], "FailedDelete");
     assert_eq!(reqs[1].body["type"], "Warning");
     assert!(
-        reqs[1].body["note"]
+        reqs[1].body["message"]
             .as_str()
             .unwrap()
             .starts_with("Error deleting: Precondition failed"),
         "{}",
-        reqs[1].body["note"]
+        reqs[1].body["message"]
     );
 }
 
@@ -400,12 +429,14 @@ async fn patch_errors_are_typed() {
 async fn event_failures_never_fail_the_operation() {
     let answer = status(500, "InternalError", "events are down", json!({}));
     let (client, seen) = mock_client(failing(Method::POST, true, 500, answer));
-    let control = KubePodControl::new(client, "rs");
+    let (control, recorder) = with_recorder(client, "rs");
     control
         .create_pods("ns", &template(), &owner(), &controller_ref())
         .await
         .unwrap();
     control.delete_pod("ns", "p", &owner(), None).await.unwrap();
+    recorder.flush().await;
+    assert_eq!(recorder.stats().failed, 2);
     assert_eq!(requests(&seen).iter().filter(|r| r.is_event()).count(), 2);
 }
 

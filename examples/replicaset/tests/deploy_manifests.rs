@@ -186,7 +186,11 @@ fn controller_rules_for(binary: &str) -> BTreeSet<Grant> {
             "*",
             &["list", "watch", "create", "delete", "patch"],
         ),
-        // kube-runtime's Recorder: events.k8s.io/v1, created then patched for series.
+        // KubePodControl's events (ctrlkit-events): core/v1, created then
+        // patched to bump their count.
+        ("", "events", "*", &["create", "patch"]),
+        // The controller's own warnings through kube-runtime's Recorder:
+        // events.k8s.io/v1, created then patched for series.
         ("events.k8s.io", "events", "*", &["create", "patch"]),
     ])
 }
@@ -220,6 +224,8 @@ fn requests(binary: &str, watched: Option<&str>, namespace: &str) -> Vec<(String
         ("POST", format!("/api/v1/{ns}/pods"), ""),
         ("DELETE", format!("/api/v1/{ns}/pods/web-abcde"), ""),
         ("PATCH", format!("/api/v1/{ns}/pods/web-abcde"), ""),
+        ("POST", format!("/api/v1/{ns}/events"), ""),
+        ("PATCH", format!("/api/v1/{ns}/events/web.1"), ""),
         ("POST", format!("/apis/events.k8s.io/v1/{ns}/events"), ""),
         (
             "PATCH",

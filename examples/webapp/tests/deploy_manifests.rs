@@ -113,7 +113,10 @@ fn needed() -> BTreeSet<Grant> {
             "*",
             &["list", "watch", "create", "patch"],
         ),
-        // kube-runtime's Recorder: events.k8s.io/v1, created then patched.
+        // KubeChildControl's events (ctrlkit-events): core/v1, created then
+        // patched to bump their count.
+        ("", "events", "*", &["create", "patch"]),
+        // api.rs: kube-runtime's Recorder, events.k8s.io/v1, created then patched.
         ("events.k8s.io", "events", "*", &["create", "patch"]),
     ])
 }
