@@ -214,3 +214,105 @@ async fn controllers_of_one_manager_share_its_metrics_under_distinct_names() {
     assert!(err.to_string().contains("declare it with owns or watches"));
     assert!(first.cache::<Deployment>().is_ok());
 }
+
+/// ConfigMaps read as a type whose values must be `on` or `off`: a
+/// ConfigMap with another value is stored by the server but cannot be
+/// decoded into it.
+#[derive(Clone, Debug, serde::Deserialize, serde::Serialize)]
+struct Switches {
+    metadata: kube::api::ObjectMeta,
+    #[serde(default)]
+    data: std::collections::BTreeMap<String, Switch>,
+}
+
+#[derive(Clone, Copy, Debug, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Switch {
+    On,
+    Off,
+}
+
+impl k8s_openapi::Resource for Switches {
+    const API_VERSION: &'static str = "v1";
+    const GROUP: &'static str = "";
+    const KIND: &'static str = "ConfigMap";
+    const VERSION: &'static str = "v1";
+    const URL_PATH_SEGMENT: &'static str = "configmaps";
+    type Scope = k8s_openapi::NamespaceResourceScope;
+}
+
+impl k8s_openapi::Metadata for Switches {
+    type Ty = kube::api::ObjectMeta;
+    fn metadata(&self) -> &kube::api::ObjectMeta {
+        &self.metadata
+    }
+    fn metadata_mut(&mut self) -> &mut kube::api::ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+/// An owner the informer cannot decode does not stop the others from
+/// being reconciled, and gets a `Warning DecodeFailed` event from the
+/// controller's recorder (issue 15).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_undecodable_owner_gets_a_warning_event_and_the_others_reconcile() {
+    use k8s_openapi::api::core::v1::Event;
+    let cluster = TestCluster::start(TestClusterConfig::default())
+        .await
+        .unwrap();
+    let configmaps: Api<ConfigMap> = Api::namespaced(cluster.client(), "default");
+    for (name, value) in [("good", "on"), ("bad", "seven")] {
+        let mut cm = ConfigMap::default();
+        cm.metadata.name = Some(name.into());
+        cm.data = Some([("n".to_string(), value.to_string())].into());
+        configmaps
+            .create(&PostParams::default(), &cm)
+            .await
+            .unwrap();
+    }
+
+    let mut manager = Manager::with_client(cluster.client(), config_of("default")).unwrap();
+    let controller = Controller::<Switches>::builder_for(&mut manager)
+        .name("switches-controller")
+        .build()
+        .unwrap();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let reconcile = |key: ObjectKey,
+                     _: Option<Arc<Switches>>,
+                     seen: Arc<std::sync::Mutex<Vec<String>>>| async move {
+        seen.lock().unwrap().push(key.name.clone());
+        Ok::<_, ChildControlError>(Action::done())
+    };
+    manager.add_controller(controller, reconcile, seen.clone());
+    let shutdown = CancellationToken::new();
+    let running = tokio::spawn(manager.run(shutdown.clone()));
+
+    eventually("the decodable owner reconciled", || {
+        let seen = seen.clone();
+        async move { seen.lock().unwrap().iter().any(|n| n == "good") }
+    })
+    .await;
+    let events: Api<Event> = Api::namespaced(cluster.client(), "default");
+    eventually("the DecodeFailed event on the undecodable owner", || {
+        let events = events.clone();
+        async move {
+            let list = events
+                .list(&kube::api::ListParams::default().fields("involvedObject.name=bad"))
+                .await
+                .unwrap();
+            list.items.iter().any(|e| {
+                e.reason.as_deref() == Some("DecodeFailed")
+                    && e.type_.as_deref() == Some("Warning")
+                    && e.source.as_ref().and_then(|s| s.component.as_deref())
+                        == Some("switches-controller")
+            })
+        }
+    })
+    .await;
+    assert!(
+        !seen.lock().unwrap().iter().any(|n| n == "bad"),
+        "the undecodable owner is never handed to reconcile"
+    );
+    shutdown.cancel();
+    running.await.unwrap().unwrap();
+}

@@ -1,10 +1,12 @@
-//! Controllers on a manager: the shared controller metrics, fenced child
-//! controls, and a [`Controller`] added as a runnable.
+//! Controllers on a manager: the shared controller metrics, one event
+//! recorder per reporter, fenced child controls, and a [`Controller`]
+//! added as a runnable.
 
 use std::future::Future;
 use std::sync::Arc;
 
 use ctrlkit_childcontrol::{ChildControl, ChildResource, KubeChildControl};
+use ctrlkit_events::{Recorder, undecodable_warning};
 use ctrlkit_informer::ObjectKey;
 use ctrlkit_worker::{Action, SyncError};
 
@@ -28,14 +30,34 @@ impl Manager {
         metrics
     }
 
+    /// The event recorder writing as `reporter` (usually a controller's
+    /// name) through the manager's fenced [client](Self::client): created
+    /// on the first call, the same recorder afterwards, so every child
+    /// control and warning of one reporter shares its aggregation and
+    /// spam-filter caches. The manager writes what is still queued once its
+    /// runnables have drained, before it releases the lease (bounded by
+    /// [`EVENT_FLUSH_TIMEOUT`](super::EVENT_FLUSH_TIMEOUT)).
+    pub fn event_recorder(&self, reporter: &str) -> Recorder {
+        let mut recorders = self
+            .recorders
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        recorders
+            .entry(reporter.to_owned())
+            .or_insert_with(|| Recorder::new(self.client().clone(), reporter.to_owned()))
+            .clone()
+    }
+
     /// A child control for kind `C` on the manager's fenced
     /// [client](Self::client), with the manager's [fence](Self::fence) as
     /// its write gate (a stand-by or deposed leader refuses the write
     /// before building it, with no `FailedCreate` event), recording events
-    /// as `reporter` (usually the controller's name, also the field
+    /// through [`event_recorder(reporter)`](Self::event_recorder)
+    /// (`reporter` is usually the controller's name, also the field
     /// manager).
     pub fn child_control<C: ChildResource>(&self, reporter: &str) -> Arc<dyn ChildControl<C>> {
-        let control = KubeChildControl::new(self.client().clone(), reporter);
+        let recorder = self.event_recorder(reporter);
+        let control = KubeChildControl::with_event_recorder(self.client().clone(), recorder);
         Arc::new(control.with_write_gate(Arc::new(self.fence())))
     }
 
@@ -45,7 +67,10 @@ impl Manager {
     /// down, draining in-flight reconciles, and holds back readiness and
     /// the campaign for the lease until its caches (including informers
     /// given by hand) have synced. An error of `run` (an informer that
-    /// stopped before it synced) stops the manager.
+    /// stopped before it synced) stops the manager. An owner the informer
+    /// cannot decode gets a `Warning` `DecodeFailed` event from the
+    /// controller's [recorder](Self::event_recorder), besides the
+    /// informer's log line and metric.
     pub fn add_controller<K, R, Fut, E, Ctx>(
         &mut self,
         controller: Controller<K>,
@@ -59,6 +84,11 @@ impl Manager {
         E: SyncError,
         Ctx: Send + Sync + 'static,
     {
+        controller
+            .informer()
+            .add_event_handler(undecodable_warning::<K>(
+                self.event_recorder(controller.name()),
+            ));
         let synced = controller.clone();
         let runnable = FnRunnable::new(controller.name().to_owned(), move |stop| async move {
             controller

@@ -68,6 +68,9 @@ pub struct Manager {
     metrics_auth: Option<Arc<dyn MetricsAuth>>,
     /// Registered on first use ([`Manager::controller_metrics`]).
     pub(super) controller_metrics: Option<crate::ControllerMetrics>,
+    /// One per reporter, created on first use ([`Manager::event_recorder`]);
+    /// behind a lock so that `child_control(&self)` can create one.
+    pub(super) recorders: std::sync::Mutex<HashMap<String, ctrlkit_events::Recorder>>,
 }
 
 impl fmt::Debug for Manager {
@@ -137,6 +140,7 @@ impl Manager {
             leader_gauge,
             metrics_auth: None,
             controller_metrics: None,
+            recorders: std::sync::Mutex::default(),
         })
     }
 
@@ -281,7 +285,13 @@ impl Manager {
             leader_gauge,
             metrics_auth,
             controller_metrics: _,
+            recorders,
         } = self;
+        let recorders: Vec<_> = recorders
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .into_values()
+            .collect();
         let mut names = HashSet::new();
         if let Some(duplicate) = runnables
             .iter()
@@ -329,6 +339,7 @@ impl Manager {
             tasks: JoinSet::new(),
             names: HashMap::new(),
             runnables_stop: CancellationToken::new(),
+            recorders,
         };
         let result = lifecycle.run(runnables, shutdown).await;
 
@@ -383,7 +394,14 @@ struct Lifecycle<'a> {
     tasks: JoinSet<Result<(), BoxError>>,
     names: HashMap<Id, String>,
     runnables_stop: CancellationToken,
+    /// Flushed after the drain, while the lease (and so the fence) is
+    /// still held.
+    recorders: Vec<ctrlkit_events::Recorder>,
 }
+
+/// How long the manager waits, after its runnables drained, for the event
+/// recorders to write what they still hold.
+pub const EVENT_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How the running phase ended.
 enum Stop {
@@ -583,6 +601,9 @@ impl Lifecycle<'_> {
                 },
             }
         }
+        // Events queued by the last reconciles are written while the fence
+        // is still open: after the release every write would be refused.
+        self.flush_events().await;
         // The renewal loop may hold kube-lease-manager's state lock while
         // suspended mid-request: drop it before releasing, or release waits
         // for ever.
@@ -670,6 +691,24 @@ impl Lifecycle<'_> {
     }
 
     /// Leadership ended under our feet: stop everything at once.
+    /// Writes what the event recorders still hold, one try per event,
+    /// within [`EVENT_FLUSH_TIMEOUT`].
+    async fn flush_events(&self) {
+        if self.recorders.is_empty() {
+            return;
+        }
+        let flush = futures::future::join_all(self.recorders.iter().map(|r| r.shutdown()));
+        if tokio::time::timeout(EVENT_FLUSH_TIMEOUT, flush)
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                timeout_secs = EVENT_FLUSH_TIMEOUT.as_secs(),
+                "events still queued at shutdown were not all written in time"
+            );
+        }
+    }
+
     async fn lost(&mut self) {
         self.abort().await;
         self.status.set_leading(false);

@@ -232,7 +232,7 @@ pub use error::ManagerError;
 pub use fence::{FenceClosed, FenceDriver, LeaderFence};
 pub use kubeconfig::KubeConfigSource;
 pub use leader::{LeaderElectionConfig, default_identity};
-pub use lifecycle::Manager;
+pub use lifecycle::{EVENT_FLUSH_TIMEOUT, Manager};
 pub use logging::{LogFilter, LogFormat, init_logging};
 pub use metrics_auth::{
     AccessDecision, KubeMetricsAuth, MetricsAuth, MetricsAuthError, NonResourceRequest, UserInfo,
