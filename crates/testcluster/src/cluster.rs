@@ -18,6 +18,7 @@ use crate::patch::PatchKind;
 use crate::semantics::Part;
 use crate::server::{self, INTERNAL_HEADER, Server};
 use crate::stats::{Counters, RequestStats};
+use crate::store::{Limits, MAX_OBJECT_BYTES, WatchHistory};
 
 /// A running in-process API server. Dropping it stops the server, the
 /// garbage collector, the kubelet simulation and every open watch.
@@ -28,8 +29,18 @@ pub struct TestCluster {
     kubelet: Option<Kubelet>,
     api: Arc<Api>,
     stats: Arc<Counters>,
+    /// What the cluster was started with, for [`TestCluster::restart`].
+    config: TestClusterConfig,
+    port: u16,
+    /// The HTTP server; it stops gracefully when the API closes.
+    server: Option<tokio::task::JoinHandle<()>>,
+    /// The other background tasks (garbage collector).
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
+
+/// How long [`TestCluster::shutdown`] waits for open connections to finish
+/// their requests before it drops them.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl std::fmt::Debug for TestCluster {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -64,13 +75,14 @@ impl TestCluster {
             .map_err(Error::Bind)?;
         let addr = listener.local_addr().map_err(Error::Bind)?;
         let base_url = format!("http://{addr}");
+        let limits = Limits {
+            history_events: config.watch_history,
+            history_bytes: config.watch_history_bytes,
+            max_object_bytes: MAX_OBJECT_BYTES,
+        };
         let api = Arc::new(
-            Api::new(
-                config.watch_history,
-                config.clock.clone(),
-                config.managed_fields,
-            )
-            .map_err(|e| Error::Bootstrap(e.to_string()))?,
+            Api::new(limits, config.clock.clone(), config.managed_fields)
+                .map_err(|e| Error::Bootstrap(e.to_string()))?,
         );
         api.bootstrap().map_err(|e| Error::Bootstrap(e.message))?;
         let faults = Arc::new(FaultInjector::new(config.faults.clone(), config.seed));
@@ -91,16 +103,25 @@ impl TestCluster {
             // Small request/response pairs must not wait for Nagle.
             let _ = tcp.set_nodelay(true);
         });
-        let mut tasks = Vec::new();
-        tasks.push(tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        }));
-        tasks.push(tokio::spawn(crate::gc::run(api.clone())));
+        // When the API closes, the server stops accepting, ends every
+        // idle keep-alive connection and each busy one after its request
+        // (open watches end with the API), so that no client keeps talking
+        // to a stopped cluster, and the port is free again.
+        let mut closed = api.closed();
+        let server = tokio::spawn(async move {
+            let stop = async move {
+                let _ = closed.wait_for(|c| *c).await;
+            };
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(stop)
+                .await;
+        });
+        let tasks = vec![tokio::spawn(crate::gc::run(api.clone()))];
         let client = client_for(&base_url, false)?;
-        let kubelet = match config.kubelet {
+        let kubelet = match &config.kubelet {
             Some(k) => Some(Kubelet::spawn_with_clock(
                 client_for(&base_url, true)?,
-                k,
+                k.clone(),
                 config.clock.clone(),
             )),
             None => None,
@@ -112,8 +133,28 @@ impl TestCluster {
             kubelet,
             api,
             stats,
+            port: addr.port(),
+            config,
+            server: Some(server),
             tasks,
         })
+    }
+
+    /// Stop this cluster and start a new one with the same configuration
+    /// on the same port: as when kube-apiserver restarts on an emptied
+    /// etcd, every object is gone and resourceVersions start again from
+    /// the beginning (lower than the ones clients saw). Clients made with
+    /// [`client`](Self::client) before keep working: their connections
+    /// were closed, and they reconnect to the new server. A watch resumed
+    /// from a version the new cluster has not reached gets kube-apiserver's
+    /// `504` "Too large resource version" `ERROR` event.
+    ///
+    /// Fails with [`Error::Bind`] if another process took the port in
+    /// between.
+    pub async fn restart(self) -> Result<TestCluster, Error> {
+        let config = self.config.clone().with_port(self.port);
+        self.shutdown().await;
+        TestCluster::start(config).await
     }
 
     /// A kube client for this cluster. Requests through it are subject to
@@ -125,6 +166,18 @@ impl TestCluster {
     /// The server's base URL, e.g. `http://127.0.0.1:41234`.
     pub fn base_url(&self) -> &str {
         &self.base_url
+    }
+
+    /// The TCP port the server listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The watch history's size: events kept, the bytes they hold on to
+    /// (bounded by [`TestClusterConfig::watch_history_bytes`]), the oldest
+    /// version a watch can resume from and the current resourceVersion.
+    pub fn watch_history(&self) -> WatchHistory {
+        self.api.store.history()
     }
 
     /// A kubeconfig (cluster, user and context all named `testcluster`)
@@ -284,14 +337,26 @@ impl TestCluster {
         Ok(def.to_view(stored.value()))
     }
 
-    /// Stop the server and every background task.
+    /// Stop the server and every background task; returns once the
+    /// server has closed its connections and its port (open requests get
+    /// a few seconds to finish).
     pub async fn shutdown(mut self) {
         self.stop();
         for task in self.tasks.drain(..) {
             let _ = task.await;
         }
+        if let Some(mut server) = self.server.take()
+            && tokio::time::timeout(SHUTDOWN_GRACE, &mut server)
+                .await
+                .is_err()
+        {
+            server.abort();
+            let _ = server.await;
+        }
     }
 
+    /// Close the API (which ends open watches and starts the server's
+    /// graceful stop) and stop the other tasks.
     fn stop(&mut self) {
         self.kubelet = None;
         self.api.close();
@@ -303,6 +368,7 @@ impl TestCluster {
 
 impl Drop for TestCluster {
     fn drop(&mut self) {
+        // The server task finishes on its own once its connections close.
         self.stop();
     }
 }

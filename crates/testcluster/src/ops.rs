@@ -15,7 +15,7 @@ use crate::quota::Quotas;
 use crate::resources::{Propagation, RegisterError, Registry, ResourceDef, ResourceId};
 use crate::semantics::{self, Part};
 use crate::status::ApiError;
-use crate::store::{FieldOwners, Key, Store, Stored, Write};
+use crate::store::{FieldOwners, Key, Limits, Store, Stored, Write};
 use crate::templates::{Probe, Template, Templates};
 
 /// Who writes and whether the write is only simulated (`dryRun=All`).
@@ -171,16 +171,16 @@ pub(crate) fn without_finalizer(obj: &mut Value, finalizer: &str) {
 }
 
 impl Api {
-    /// An empty API serving the built-in kinds.
+    /// An empty API serving the built-in kinds, its store within `limits`.
     pub(crate) fn new(
-        history: usize,
+        limits: Limits,
         clock: Arc<dyn Clock>,
         managed_fields: bool,
     ) -> Result<Self, RegisterError> {
         let registry = Registry::new();
         kinds::register_builtins(&registry)?;
         Ok(Api {
-            store: Store::new(history),
+            store: Store::new(limits),
             registry,
             templates: Templates::new(),
             quotas: Quotas::default(),
@@ -344,6 +344,7 @@ impl Api {
             let write = template.write(&name, &uid, &self.now_text());
             match self.store.commit(def.storage, &key, None, write) {
                 Ok(stored) => return Some(Ok(stored)),
+                Err(e) if !e.is_stale() => return Some(Err(e.into())),
                 Err(_) if explicit.is_none() => continue,
                 Err(_) => {
                     return Some(Err(ApiError::already_exists(&def.label(), &name)));
@@ -444,6 +445,7 @@ impl Api {
             };
             match self.store.commit(def.storage, &key, None, write) {
                 Ok(stored) => return Ok(stored),
+                Err(e) if !e.is_stale() => return Err(e.into()),
                 Err(_) if !explicit => continue,
                 Err(_) => return Err(ApiError::already_exists(&def.label(), &name)),
             }
@@ -520,8 +522,10 @@ impl Api {
             } else {
                 Write::Put(new, Arc::new(owners))
             };
-            if let Ok(stored) = self.store.commit(def.storage, key, Some(cur.rv), write) {
-                return Ok(stored);
+            match self.store.commit(def.storage, key, Some(cur.rv), write) {
+                Ok(stored) => return Ok(stored),
+                Err(e) if !e.is_stale() => return Err(e.into()),
+                Err(_) => {}
             }
         }
     }
@@ -866,12 +870,16 @@ impl Api {
             } else {
                 Write::Put(obj, cur.owners.clone())
             };
-            if let Ok(stored) = self.store.commit(resource, &key, Some(cur.rv), write) {
-                return Ok(if gone {
-                    Deleted::Gone(stored)
-                } else {
-                    Deleted::Pending(stored)
-                });
+            match self.store.commit(resource, &key, Some(cur.rv), write) {
+                Ok(stored) => {
+                    return Ok(if gone {
+                        Deleted::Gone(stored)
+                    } else {
+                        Deleted::Pending(stored)
+                    });
+                }
+                Err(e) if !e.is_stale() => return Err(e.into()),
+                Err(_) => {}
             }
         }
     }

@@ -10,6 +10,9 @@ pub(crate) struct ApiError {
     pub(crate) code: u16,
     pub(crate) reason: &'static str,
     pub(crate) message: String,
+    /// The `Status` `details` (causes, retryAfterSeconds), if any; boxed
+    /// to keep the error small in every `Result`.
+    pub(crate) details: Option<Box<Value>>,
 }
 
 impl ApiError {
@@ -18,7 +21,14 @@ impl ApiError {
             code,
             reason,
             message: message.into(),
+            details: None,
         }
+    }
+
+    /// This error with `details` in its `Status`.
+    pub(crate) fn with_details(mut self, details: Value) -> Self {
+        self.details = Some(Box::new(details));
+        self
     }
 
     pub(crate) fn not_found(resource: &str, name: &str) -> Self {
@@ -66,14 +76,47 @@ impl ApiError {
         Self::new(410, "Expired", message)
     }
 
+    /// kube-apiserver's answer to a list or watch from a resourceVersion
+    /// it does not have yet (`storage.NewTooLargeResourceVersionError`
+    /// with the watch cache's one-second retry): a 504 `Timeout` whose
+    /// cause `ResourceVersionTooLarge` tells clients to relist.
+    pub(crate) fn too_large_resource_version(requested: u64, current: u64) -> Self {
+        Self::new(
+            504,
+            "Timeout",
+            format!("Timeout: Too large resource version: {requested}, current: {current}"),
+        )
+        .with_details(json!({
+            "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+            "retryAfterSeconds": 1,
+        }))
+    }
+
+    /// kube-apiserver's answer to a request body over its limit
+    /// (`MaxRequestBodyBytes`).
+    pub(crate) fn request_entity_too_large(limit: usize) -> Self {
+        Self::new(
+            413,
+            "RequestEntityTooLarge",
+            format!("Request entity too large: limit is {limit}"),
+        )
+    }
+
     /// The `Status` object for this error.
     pub(crate) fn to_status(&self) -> Value {
-        status_value(self.code, self.reason, &self.message)
+        let mut status = status_value(self.code, self.reason, &self.message);
+        if let Some(details) = &self.details {
+            status["details"] = (**details).clone();
+        }
+        status
     }
 
     /// The HTTP response carrying this error.
     pub(crate) fn into_response(self) -> Response<Body> {
-        status_response(self.code, self.reason, &self.message)
+        match self.details {
+            None => status_response(self.code, self.reason, &self.message),
+            Some(_) => status_body_response(self.code, self.to_status().to_string()),
+        }
     }
 }
 
@@ -94,7 +137,11 @@ pub(crate) fn status_value(code: u16, reason: &str, message: &str) -> Value {
 /// An HTTP response with the given code and a `Status` JSON body, as
 /// kube-apiserver answers failed requests.
 pub(crate) fn status_response(code: u16, reason: &str, message: &str) -> Response<Body> {
-    let body = status_value(code, reason, message).to_string();
+    status_body_response(code, status_value(code, reason, message).to_string())
+}
+
+/// An HTTP response with the given code and a serialized `Status` body.
+fn status_body_response(code: u16, body: String) -> Response<Body> {
     let mut response = Response::new(Body::from(body));
     *response.status_mut() =
         StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
