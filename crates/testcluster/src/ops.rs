@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::clock::{self, Clock};
+use crate::decode;
 use crate::kinds::{self, NAMESPACES, PODS};
 use crate::managed::{self, Scope};
 use crate::patch::{self, PatchKind};
@@ -547,6 +548,9 @@ impl Api {
                     "the request body must be a Scale object",
                 ));
             }
+            if let Some(problem) = semantics::scale_problem(&body) {
+                return Err(ApiError::bad_request(problem));
+            }
             body
         } else {
             let mut body = view.to_stored(body);
@@ -600,9 +604,12 @@ impl Api {
         let key = Self::key(def, namespace, name);
         let parsed: Value = match kind {
             PatchKind::Json => Value::Null,
-            PatchKind::Apply => serde_yaml::from_slice(body)
+            // Clients send apply configurations as JSON (which YAML
+            // includes); JSON is read first, as it is cheaper and bounded.
+            PatchKind::Apply => decode::parse_json_value(body)
+                .or_else(|_| decode::parse_yaml_value(body))
                 .map_err(|e| ApiError::bad_request(format!("invalid apply configuration: {e}")))?,
-            _ => serde_json::from_slice(body)
+            _ => decode::parse_json_value(body)
                 .map_err(|e| ApiError::bad_request(format!("invalid patch body: {e}")))?,
         };
         let ctx = if kind == PatchKind::Apply {
@@ -646,7 +653,20 @@ impl Api {
             match kind {
                 PatchKind::Merge => patch::merge_patch(&mut doc, &parsed),
                 PatchKind::Strategic => patch::strategic_merge(&mut doc, &parsed)?,
-                PatchKind::Json => patch::json_patch(&mut doc, body)?,
+                PatchKind::Json => {
+                    patch::json_patch(&mut doc, body)?;
+                    // A JSON patch can put a deep value at a deep path.
+                    if decode::nesting(&doc) > decode::MAX_NESTING {
+                        return Err(ApiError::invalid(
+                            def.kind,
+                            name,
+                            format!(
+                                "the patched object is nested more than {} levels deep",
+                                decode::MAX_NESTING
+                            ),
+                        ));
+                    }
+                }
                 PatchKind::Apply => {
                     owners = Some(patch::apply(
                         &mut doc,
@@ -666,13 +686,20 @@ impl Api {
             }
             let mut new = match part {
                 Part::Scale => {
+                    if let Some(problem) = semantics::scale_problem(&doc) {
+                        return Err(ApiError::invalid(
+                            "Scale",
+                            name,
+                            format!("patch: Invalid value: {problem}"),
+                        ));
+                    }
                     let mut obj = cur.clone();
                     semantics::apply_scale(def, &mut obj, &doc)?;
                     obj
                 }
                 _ => {
                     let mut doc = view.to_stored(doc);
-                    semantics::check_body(def, &mut doc)?;
+                    semantics::check_patched(def, &mut doc)?;
                     doc
                 }
             };

@@ -489,12 +489,17 @@ impl Store {
         }
     }
 
-    /// Whether `resource` is known not to have changed after `rv`, so
-    /// that its current objects are its state at `rv` (an exact list at
-    /// `rv`). `Err` when `rv` is older than the history can tell.
-    pub(crate) fn unchanged_since(&self, resource: ResourceId, rv: u64) -> Result<bool, TooOld> {
+    /// Whether `resource` did not change after `since` up to `until`, so
+    /// that its state at `until` is its state at `since` (an exact list
+    /// at `since`). `Err` when `since` is older than the history can tell.
+    pub(crate) fn unchanged_since(
+        &self,
+        resource: ResourceId,
+        since: u64,
+        until: u64,
+    ) -> Result<bool, TooOld> {
         let inner = self.inner.lock();
-        if rv < inner.compacted {
+        if since < inner.compacted {
             return Err(TooOld {
                 oldest: inner.compacted,
             });
@@ -503,7 +508,8 @@ impl Store {
             .history
             .iter()
             .rev()
-            .take_while(|e| e.rv > rv)
+            .skip_while(|e| e.rv > until)
+            .take_while(|e| e.rv > since)
             .all(|e| e.resource != resource))
     }
 }
