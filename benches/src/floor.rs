@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 use crate::stats::{Distribution, nanos};
+use crate::workloads::{DuePattern, random_delays};
 
 /// The smallest "stingy" queue: client-go's algorithm (a FIFO, a dirty set
 /// and a processing set) behind one `std::sync::Mutex`, with std's default
@@ -178,20 +179,31 @@ pub async fn handoff_floor(rounds: u64, receivers: usize) -> Distribution {
     Distribution::of(samples)
 }
 
-/// The timer floor for W3: the same delays as W3 (see
-/// [`random_delays`](crate::workloads::random_delays)), each served by a bare
-/// spawned task sleeping until its due time instead of a queue. A producer
-/// task spawns them (yielding every 1,024, as W3's producer does) and each
+/// The timer floor for W3: the same due times as W3 (see
+/// [`delayed`](crate::workloads::delayed)), each served by a bare spawned
+/// task sleeping until its due time instead of a queue. A producer task
+/// spawns them (yielding every 1,024, as W3's producer does) and each
 /// records its lateness (wake time − due time). It is the obvious
 /// alternative to a delaying queue (one task per delayed item) and shows
 /// tokio's timer and the machine's scheduling latency; it is a reference
 /// point rather than a strict lower bound, since a task per item costs more
 /// than a queue entry.
-pub async fn timer_floor(delays: Vec<Duration>) -> Distribution {
+pub async fn timer_floor(
+    items: u64,
+    max_delay: Duration,
+    seed: u64,
+    pattern: DuePattern,
+) -> Distribution {
+    let delays = match pattern {
+        DuePattern::Uniform => random_delays(items, max_delay, seed),
+        DuePattern::Burst => Vec::new(),
+    };
+    let deadline = tokio::time::Instant::now() + max_delay;
     let sleepers = tokio::spawn(async move {
-        let mut sleepers = Vec::with_capacity(delays.len());
-        for (i, delay) in delays.into_iter().enumerate() {
-            let due = tokio::time::Instant::now() + delay;
+        let mut sleepers = Vec::with_capacity(items as usize);
+        for i in 0..items as usize {
+            let now = tokio::time::Instant::now();
+            let due = now + pattern.delay(&delays, i, now, deadline);
             sleepers.push(tokio::spawn(async move {
                 tokio::time::sleep_until(due).await;
                 nanos(tokio::time::Instant::now().saturating_duration_since(due))
@@ -241,10 +253,11 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn timer_floor_is_within_a_tick_with_paused_time() {
-        let delays = crate::workloads::random_delays(500, Duration::from_millis(20), 3);
-        let d = timer_floor(delays).await;
-        assert_eq!(d.count, 500);
-        assert!((0..=1_000_000).contains(&d.max_ns), "{d:?}");
+        for pattern in [DuePattern::Uniform, DuePattern::Burst] {
+            let d = timer_floor(500, Duration::from_millis(20), 3, pattern).await;
+            assert_eq!(d.count, 500);
+            assert!((0..=1_000_000).contains(&d.max_ns), "{pattern}: {d:?}");
+        }
     }
 
     #[test]

@@ -179,6 +179,58 @@ pub async fn keyed_throughput(
     }
 }
 
+/// When the items of W3 (and of its floor F3) fall due.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DuePattern {
+    /// Each item is added with a delay drawn uniformly from `0..max_delay`
+    /// (see [`random_delays`]): about a thousand items fall due per
+    /// millisecond. The default.
+    #[default]
+    Uniform,
+    /// Every item falls due at the same instant, `max_delay` after the
+    /// producer started: the queue must move the whole batch into the queue
+    /// at once while workers wait for it.
+    Burst,
+}
+
+impl std::fmt::Display for DuePattern {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            DuePattern::Uniform => "uniform",
+            DuePattern::Burst => "burst",
+        })
+    }
+}
+
+impl std::str::FromStr for DuePattern {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "uniform" => Ok(DuePattern::Uniform),
+            "burst" => Ok(DuePattern::Burst),
+            _ => Err(format!("expected uniform or burst, got {s:?}")),
+        }
+    }
+}
+
+impl DuePattern {
+    /// The delay to add the `i`-th item with at `now`, given the drawn
+    /// `delays` and the burst's `deadline`.
+    pub fn delay(
+        self,
+        delays: &[Duration],
+        i: usize,
+        now: tokio::time::Instant,
+        deadline: tokio::time::Instant,
+    ) -> Duration {
+        match self {
+            DuePattern::Uniform => delays.get(i).copied().unwrap_or_default(),
+            DuePattern::Burst => deadline.saturating_duration_since(now),
+        }
+    }
+}
+
 /// `items` delays drawn uniformly, with microsecond resolution, from
 /// `0..max_delay` by a `StdRng` seeded with `seed` (W3 and its floor use the
 /// same sequence).
@@ -205,11 +257,20 @@ pub struct Delayed {
 
 /// One producer adds `items` distinct keys with `add_after` delays drawn
 /// uniformly (microsecond resolution) from `0..max_delay` by a `StdRng`
-/// seeded with `seed`; `workers` tasks get + done and stamp each get.
-/// The due time of an item is taken just before its `add_after` call, so
-/// lateness includes the call itself.
-pub async fn delayed(items: u64, max_delay: Duration, workers: usize, seed: u64) -> Delayed {
-    let delays = random_delays(items, max_delay, seed);
+/// seeded with `seed`, or all due at once (`pattern`); `workers` tasks
+/// get and mark done, stamping each get. The due time of an item is taken
+/// just before its `add_after` call, so lateness includes the call itself.
+pub async fn delayed(
+    items: u64,
+    max_delay: Duration,
+    workers: usize,
+    seed: u64,
+    pattern: DuePattern,
+) -> Delayed {
+    let delays = match pattern {
+        DuePattern::Uniform => random_delays(items, max_delay, seed),
+        DuePattern::Burst => Vec::new(),
+    };
 
     let queue = WorkQueue::<u64>::new();
     // tokio's clock, which the queue's timer uses too: with paused time
@@ -235,13 +296,15 @@ pub async fn delayed(items: u64, max_delay: Duration, workers: usize, seed: u64)
         .collect();
 
     let start_ns = nanos(base.elapsed());
+    let deadline = base + max_delay;
     let due_ns: Vec<i64> = {
         let queue = queue.clone();
-        let delays = delays.clone();
         tokio::spawn(async move {
-            let mut due = Vec::with_capacity(delays.len());
-            for (key, delay) in delays.into_iter().enumerate() {
-                due.push(nanos(base.elapsed()) + nanos(delay));
+            let mut due = Vec::with_capacity(items as usize);
+            for key in 0..items as usize {
+                let now = tokio::time::Instant::now();
+                let delay = pattern.delay(&delays, key, now, deadline);
+                due.push(nanos(now.saturating_duration_since(base)) + nanos(delay));
                 queue.add_after(key as u64, delay);
                 if key as u64 % PRODUCER_YIELD_EVERY == PRODUCER_YIELD_EVERY - 1 {
                     tokio::task::yield_now().await;

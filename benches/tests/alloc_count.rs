@@ -11,6 +11,9 @@ use std::cell::Cell;
 use std::future::Future;
 use std::task::{Context, Poll, Waker};
 
+use std::sync::Arc;
+
+use ctrlkit_benches::memory::AtomicMetrics;
 use ctrlkit_workqueue::WorkQueue;
 
 struct Counting;
@@ -103,7 +106,10 @@ fn priority_cycle(queue: &WorkQueue<u64>, key: u64) {
 }
 
 fn assert_no_allocation(name: &str, cycle: fn(&WorkQueue<u64>, u64)) {
-    let queue = WorkQueue::<u64>::new();
+    assert_no_allocation_on(name, WorkQueue::<u64>::new(), cycle);
+}
+
+fn assert_no_allocation_on(name: &str, queue: WorkQueue<u64>, cycle: fn(&WorkQueue<u64>, u64)) {
     for key in 0..WARM_UP {
         cycle(&queue, key);
     }
@@ -154,4 +160,15 @@ fn dedup_add_does_not_allocate() {
 #[test]
 fn priority_add_get_done_does_not_allocate() {
     assert_no_allocation("add_with_priority/try_get/done", priority_cycle);
+}
+
+#[test]
+fn add_get_done_with_metrics_does_not_allocate() {
+    // Metrics keep an add time per queued item and a start time per item
+    // being processed; once warmed up, recording them allocates nothing.
+    let queue = WorkQueue::<u64>::builder()
+        .name("alloc_count")
+        .metrics_provider(Arc::new(AtomicMetrics))
+        .build();
+    assert_no_allocation_on("add/try_get/done with metrics", queue, sync_cycle);
 }

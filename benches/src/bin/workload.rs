@@ -12,7 +12,7 @@ use ctrlkit_benches::floor::{CycleFloor, cycle_floor, handoff_floor, timer_floor
 use ctrlkit_benches::sched::{SchedTotals, measure, stamp_machine_load};
 use ctrlkit_benches::stats::{Distribution, median};
 use ctrlkit_benches::workloads::{
-    PRODUCER_YIELD_EVERY, Pacing, delayed, keyed_throughput, latency, random_delays,
+    DuePattern, PRODUCER_YIELD_EVERY, Pacing, delayed, keyed_throughput, latency,
 };
 use serde_json::{Value, json};
 
@@ -21,7 +21,9 @@ const USAGE: &str = "usage: workload [--only W1,W2,W3,W4] [--runs N] [--scale F]
   --runs   runs per workload; figures are medians (default 3)
   --scale  multiply item and round counts, e.g. 0.01 for a smoke test (default 1)
   --pacing backlog:N (default backlog:1024): the W1/W2 producer yields while
-           more than N items are queued; yield:N: it yields every N adds";
+           more than N items are queued; yield:N: it yields every N adds
+  --due    uniform (default): W3's delays are uniform in 0..200 ms;
+           burst: every W3 item falls due at the same instant";
 
 const ALL: [&str; 4] = ["W1", "W2", "W3", "W4"];
 const W3_SEED: u64 = 0x5eed;
@@ -31,6 +33,7 @@ struct Args {
     runs: usize,
     scale: f64,
     pacing: Pacing,
+    due: DuePattern,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -39,6 +42,7 @@ fn parse_args() -> Result<Args, String> {
         runs: 3,
         scale: 1.0,
         pacing: Pacing::default(),
+        due: DuePattern::default(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -75,6 +79,9 @@ fn parse_args() -> Result<Args, String> {
                 args.pacing = value("--pacing")?
                     .parse()
                     .map_err(|e| format!("--pacing: {e}"))?;
+            }
+            "--due" => {
+                args.due = value("--due")?.parse().map_err(|e| format!("--due: {e}"))?;
             }
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other}")),
@@ -292,14 +299,14 @@ fn main() -> ExitCode {
         let max_delay = Duration::from_millis(200);
         // Floor F3 first, run for run: tokio's timer with the same delays.
         let (timer, timer_sched) = repeat(runs, || {
-            runtime.block_on(timer_floor(random_delays(items, max_delay, W3_SEED)))
+            runtime.block_on(timer_floor(items, max_delay, W3_SEED, args.due))
         });
         emit(with_sched(
             json!({
                 "id": "F3",
                 "what": "W3's delays served by bare tasks sleeping until their due time (tokio timer + scheduling latency)",
                 "params": { "items": items, "max_delay_ms": 200, "threads": threads,
-                            "seed": W3_SEED, "runs": runs },
+                            "seed": W3_SEED, "due": args.due.to_string(), "runs": runs },
                 "lateness_p50_ms": med(&timer, |d| d.p50_ns as f64 / 1e6),
                 "lateness_p99_ms": med(&timer, |d| d.p99_ns as f64 / 1e6),
                 "lateness_max_ms": med(&timer, |d| d.max_ns as f64 / 1e6),
@@ -307,7 +314,7 @@ fn main() -> ExitCode {
             &timer_sched,
         ));
         let (results, sched) = repeat(runs, || {
-            runtime.block_on(delayed(items, max_delay, 2, W3_SEED))
+            runtime.block_on(delayed(items, max_delay, 2, W3_SEED, args.due))
         });
         let late_ratio = |pick: fn(&Distribution) -> i64| {
             median(
@@ -323,10 +330,10 @@ fn main() -> ExitCode {
         emit(with_sched(
             json!({
                 "id": "W3",
-                "what": "distinct keys added with add_after delays uniform in 0..200 ms; lateness = get - due",
+                "what": "distinct keys added with add_after, due uniformly in 0..200 ms (or all at 200 ms: due=burst); lateness = get - due",
                 "params": { "items": items, "max_delay_ms": 200, "workers": 2, "threads": threads,
                             "producer_yield_every": PRODUCER_YIELD_EVERY,
-                            "seed": W3_SEED, "runs": runs },
+                            "seed": W3_SEED, "due": args.due.to_string(), "runs": runs },
                 "wall_s": med(&results, |r| r.wall.as_secs_f64()),
                 "wall_over_max_delay": med(&results, |r| r.wall.as_secs_f64() / max_delay.as_secs_f64()),
                 "items_processed": med(&results, |r| r.processed as f64),

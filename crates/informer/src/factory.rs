@@ -17,6 +17,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::InformerError;
+use crate::health::{InformerStats, Unhealthy};
 use crate::informer::Informer;
 use crate::scope::ObjectScope;
 
@@ -80,6 +81,8 @@ trait Shared: Send + Sync {
     fn start_if_idle(&self, cancel: CancellationToken) -> Option<JoinHandle<()>>;
     fn wait_for_sync(&self) -> BoxFuture<'static, Result<(), InformerError>>;
     fn has_synced(&self) -> bool;
+    fn health(&self, bound: Duration) -> Result<(), Unhealthy>;
+    fn stats(&self) -> InformerStats;
 }
 
 impl<K> Shared for Informer<K>
@@ -101,6 +104,14 @@ where
 
     fn has_synced(&self) -> bool {
         Informer::has_synced(self)
+    }
+
+    fn health(&self, bound: Duration) -> Result<(), Unhealthy> {
+        Informer::health(self, bound)
+    }
+
+    fn stats(&self) -> InformerStats {
+        Informer::stats(self)
     }
 }
 
@@ -241,6 +252,30 @@ impl SharedInformerFactory {
     /// Whether every informer handed out so far has synced.
     pub fn has_synced(&self) -> bool {
         self.informers.lock().values().all(|i| i.has_synced())
+    }
+
+    /// `Err` with the first running informer that has had no successful
+    /// list or watch response for longer than `bound` (see
+    /// [`Informer::health`]); every unhealthy informer is logged, once per
+    /// episode. What a readiness check asks.
+    pub fn health(&self, bound: Duration) -> Result<(), Unhealthy> {
+        let informers = self.informers.lock();
+        let mut first = None;
+        // Every informer is checked, so each one's episode is logged.
+        for informer in informers.values() {
+            if let Err(unhealthy) = informer.health(bound) {
+                first.get_or_insert(unhealthy);
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+
+    /// The [`InformerStats`] of every informer handed out, sorted by
+    /// resource: what a metrics exporter reads.
+    pub fn stats(&self) -> Vec<InformerStats> {
+        let mut stats: Vec<_> = self.informers.lock().values().map(|i| i.stats()).collect();
+        stats.sort_by(|a, b| a.resource.cmp(&b.resource));
+        stats
     }
 
     /// Waits until every informer handed out so far has synced; fails if

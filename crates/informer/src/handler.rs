@@ -3,6 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::decode::UndecodableObject;
 use crate::key::ObjectKey;
 
 /// What an informer hands to [`EventHandler::on_delete`]: the object's final
@@ -87,11 +88,24 @@ pub trait EventHandler<K>: Send + Sync {
     fn on_delete(&self, obj: &DeletedObject<K>) {
         let _ = obj;
     }
+
+    /// An object arrived (in a list or a watch event) that cannot be
+    /// decoded into `K`. It was skipped: the cache keeps the last version
+    /// it could decode, if any, and no other notification is made for it.
+    ///
+    /// This is the place to make the failure visible on the object, e.g. a
+    /// Warning event naming the decoding error (the informer already logs
+    /// it at warn level and counts it). Called again every time the object
+    /// arrives undecodable, relists included.
+    fn on_undecodable(&self, obj: &UndecodableObject) {
+        let _ = obj;
+    }
 }
 
 type AddFn<K> = Box<dyn Fn(&Arc<K>, bool) + Send + Sync>;
 type UpdateFn<K> = Box<dyn Fn(&Arc<K>, &Arc<K>) + Send + Sync>;
 type DeleteFn<K> = Box<dyn Fn(&DeletedObject<K>) + Send + Sync>;
+type UndecodableFn = Box<dyn Fn(&UndecodableObject) + Send + Sync>;
 
 /// An [`EventHandler`] made of closures; unset callbacks do nothing.
 ///
@@ -109,6 +123,7 @@ pub struct HandlerFns<K> {
     add: Option<AddFn<K>>,
     update: Option<UpdateFn<K>>,
     delete: Option<DeleteFn<K>>,
+    undecodable: Option<UndecodableFn>,
 }
 
 impl<K> HandlerFns<K> {
@@ -118,6 +133,7 @@ impl<K> HandlerFns<K> {
             add: None,
             update: None,
             delete: None,
+            undecodable: None,
         }
     }
 
@@ -138,6 +154,15 @@ impl<K> HandlerFns<K> {
         self.delete = Some(Box::new(f));
         self
     }
+
+    /// Sets the [`EventHandler::on_undecodable`] callback.
+    pub fn on_undecodable(
+        mut self,
+        f: impl Fn(&UndecodableObject) + Send + Sync + 'static,
+    ) -> Self {
+        self.undecodable = Some(Box::new(f));
+        self
+    }
 }
 
 impl<K> Default for HandlerFns<K> {
@@ -152,6 +177,7 @@ impl<K> fmt::Debug for HandlerFns<K> {
             .field("on_add", &self.add.is_some())
             .field("on_update", &self.update.is_some())
             .field("on_delete", &self.delete.is_some())
+            .field("on_undecodable", &self.undecodable.is_some())
             .finish()
     }
 }
@@ -174,6 +200,12 @@ impl<K> EventHandler<K> for HandlerFns<K> {
             f(obj);
         }
     }
+
+    fn on_undecodable(&self, obj: &UndecodableObject) {
+        if let Some(f) = &self.undecodable {
+            f(obj);
+        }
+    }
 }
 
 /// Identifies a registered handler, for
@@ -186,6 +218,7 @@ pub(crate) enum Notification<K> {
     Add(Arc<K>, bool),
     Update(Arc<K>, Arc<K>),
     Delete(DeletedObject<K>),
+    Undecodable(UndecodableObject),
 }
 
 impl<K> Notification<K> {
@@ -194,6 +227,7 @@ impl<K> Notification<K> {
             Self::Add(..) => "add",
             Self::Update(..) => "update",
             Self::Delete(..) => "delete",
+            Self::Undecodable(..) => "undecodable",
         }
     }
 
@@ -202,6 +236,7 @@ impl<K> Notification<K> {
             Self::Add(obj, initial) => handler.on_add(obj, *initial),
             Self::Update(old, new) => handler.on_update(old, new),
             Self::Delete(obj) => handler.on_delete(obj),
+            Self::Undecodable(obj) => handler.on_undecodable(obj),
         }
     }
 }

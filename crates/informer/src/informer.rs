@@ -18,10 +18,13 @@ use tokio::task::JoinHandle;
 use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
 
+use crate::decode::{MaybeDecoded, UndecodableObject, lift_event};
 use crate::error::InformerError;
 use crate::handler::{EventHandler, HandlerId, Notification};
+use crate::health::{Health, InformerStats, Unhealthy};
 use crate::index::IndexFn;
 use crate::key::ObjectKey;
+use crate::list_watch::{ApiSource, ListWatch, Step, list_watch};
 use crate::store::Store;
 use crate::transform::Transform;
 
@@ -35,7 +38,10 @@ pub struct Informer<K> {
 
 struct Inner<K> {
     store: Store<K>,
-    source: Option<(Api<K>, watcher::Config)>,
+    source: Option<(Arc<dyn ListWatch<K>>, watcher::Config)>,
+    /// Which resource, for logs, metrics and health reports.
+    resource: String,
+    health: Health,
     resync: Option<Duration>,
     handlers: RwLock<Vec<Registered<K>>>,
     next_handler: AtomicU64,
@@ -49,7 +55,10 @@ type Registered<K> = (HandlerId, Arc<dyn EventHandler<K>>);
 
 struct Dispatch<K> {
     /// Objects of a list in progress (between `Init` and `InitDone`).
-    listing: Option<HashMap<ObjectKey, Arc<K>>>,
+    listing: Option<Listing<K>>,
+    /// The server's resourceVersions went backwards: the next complete
+    /// list starts the observed version over.
+    reset_versions: bool,
     /// Whether a complete list has been applied already.
     listed_once: bool,
     /// Applied to every object before it enters the cache. Kept here so
@@ -58,6 +67,22 @@ struct Dispatch<K> {
     /// Whether any event has been applied; a transform set afterwards would
     /// leave the cache half transformed.
     received: bool,
+}
+
+/// A list in progress.
+struct Listing<K> {
+    objects: HashMap<ObjectKey, Arc<K>>,
+    /// Listed objects that could not be decoded, with their UIDs.
+    undecodable: HashMap<ObjectKey, Option<String>>,
+}
+
+impl<K> Default for Listing<K> {
+    fn default() -> Self {
+        Self {
+            objects: HashMap::new(),
+            undecodable: HashMap::new(),
+        }
+    }
 }
 
 impl<K> Clone for Informer<K> {
@@ -71,6 +96,7 @@ impl<K> Clone for Informer<K> {
 impl<K> fmt::Debug for Informer<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Informer")
+            .field("resource", &self.inner.resource)
             .field("store", &self.inner.store)
             .field("resync", &self.inner.resync)
             .field("handlers", &self.inner.handlers.read().len())
@@ -83,7 +109,7 @@ impl<K> fmt::Debug for Informer<K> {
 /// Builds an [`Informer`]; obtained from [`Informer::builder`] or
 /// [`Informer::manual`].
 pub struct InformerBuilder<K> {
-    api: Option<Api<K>>,
+    source: Option<(Arc<dyn ListWatch<K>>, String)>,
     config: watcher::Config,
     resync: Option<Duration>,
     indexes: Vec<(String, IndexFn<K>)>,
@@ -94,7 +120,7 @@ pub struct InformerBuilder<K> {
 impl<K> fmt::Debug for InformerBuilder<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("InformerBuilder")
-            .field("watches_api", &self.api.is_some())
+            .field("watches_api", &self.source.is_some())
             .field("config", &self.config)
             .field("resync", &self.resync)
             .field(
@@ -156,15 +182,22 @@ where
     /// Builds the informer. Nothing runs until [`Informer::start`] (or
     /// [`Informer::run`]) is called or events are fed by hand.
     pub fn build(self) -> Informer<K> {
+        let (source, resource) = match self.source {
+            Some((source, resource)) => (Some((source, self.config)), resource),
+            None => (None, type_label::<K>()),
+        };
         let informer = Informer {
             inner: Arc::new(Inner {
                 store: Store::new(self.indexes),
-                source: self.api.map(|api| (api, self.config)),
+                source,
+                resource,
+                health: Health::new(),
                 resync: self.resync,
                 handlers: RwLock::new(Vec::new()),
                 next_handler: AtomicU64::new(0),
                 dispatch: Mutex::new(Dispatch {
                     listing: None,
+                    reset_versions: false,
                     listed_once: false,
                     transform: self.transform,
                     received: false,
@@ -186,8 +219,17 @@ where
     /// Starts building an informer that watches `api` (whose namespace, if
     /// any, scopes the watch).
     pub fn builder(api: Api<K>) -> InformerBuilder<K> {
+        let resource = url_label(api.resource_url());
+        Self::with_source(Arc::new(ApiSource::new(&api)), resource)
+    }
+
+    /// An informer builder listing and watching `source`.
+    pub(crate) fn with_source(
+        source: Arc<dyn ListWatch<K>>,
+        resource: String,
+    ) -> InformerBuilder<K> {
         InformerBuilder {
-            api: Some(api),
+            source: Some((source, resource)),
             ..Self::manual()
         }
     }
@@ -198,7 +240,7 @@ where
     /// controller a cache without a cluster.
     pub fn manual() -> InformerBuilder<K> {
         InformerBuilder {
-            api: None,
+            source: None,
             config: watcher::Config::default(),
             resync: None,
             indexes: Vec::new(),
@@ -210,6 +252,35 @@ where
     /// A read handle on the cache.
     pub fn store(&self) -> Store<K> {
         self.inner.store.clone()
+    }
+
+    /// The informer's resource, as its logs, metrics and health reports
+    /// name it: `plural.group` (`replicasets.apps`), or the plural alone for
+    /// the core group (`pods`); for an informer built with
+    /// [`manual`](Self::manual), the type's name.
+    pub fn resource(&self) -> &str {
+        &self.inner.resource
+    }
+
+    /// `Err` when the informer is running and has had no successful list or
+    /// watch response for longer than `bound` (see
+    /// [`DEFAULT_WATCH_HEALTH_BOUND`](crate::DEFAULT_WATCH_HEALTH_BOUND) for
+    /// what counts and a sensible bound). A running informer's first
+    /// failed check of an episode is logged at warn level, naming it.
+    /// `Ok` for an informer that is not running (never started, or
+    /// stopped).
+    pub fn health(&self, bound: Duration) -> Result<(), Unhealthy> {
+        self.inner.health.check(&self.inner.resource, bound)
+    }
+
+    /// What the informer reports for metrics: its resource, the objects it
+    /// could not decode, the time since its last successful response.
+    pub fn stats(&self) -> InformerStats {
+        InformerStats {
+            resource: self.inner.resource.clone(),
+            decode_errors: self.inner.health.decode_errors(),
+            silent_for: self.inner.health.silent_for(),
+        }
     }
 
     /// The resync period, if resyncs are enabled.
@@ -354,8 +425,9 @@ where
     /// Applies one watcher event to the cache and notifies the handlers
     /// before returning.
     ///
-    /// This is what the informer's watch task does for every event, and the
-    /// entry point for feeding an informer by hand in tests:
+    /// This is the entry point for feeding an informer by hand in tests;
+    /// the watch task does the same with
+    /// [`apply_maybe_decoded`](Self::apply_maybe_decoded).
     /// Objects go through the informer's [`Transform`], if any, first.
     ///
     /// - `Apply`: add, or update (old, new); a different UID under the same
@@ -369,36 +441,94 @@ where
     ///   updates, unchanged ones produce nothing and missing ones tombstoned
     ///   deletes.
     pub fn apply_event(&self, event: Event<K>) {
+        self.apply_maybe_decoded(lift_event(event));
+    }
+
+    /// [`apply_event`](Self::apply_event) for an event whose object may not
+    /// have decoded into `K` (see [`MaybeDecoded::from_json`]).
+    ///
+    /// An [`UndecodableObject`] is skipped and reported: a warn log naming
+    /// it and the error, the [`stats`](Self::stats) decode error count, and
+    /// [`EventHandler::on_undecodable`]. What the cache does with it:
+    ///
+    /// - in a watch event (`Apply`), the cache keeps the last version it
+    ///   could decode, if any: dropping it would look like a delete to the
+    ///   controllers (a ReplicaSet controller would replace a pod it can no
+    ///   longer read). When the object becomes decodable again it is an
+    ///   update from that version (or an add if none was cached). An
+    ///   undecodable object with another UID than the cached one means the
+    ///   cached incarnation is gone: tombstoned delete;
+    /// - in a list, the object is not missing: the cached version stays as
+    ///   above (a relist never mistakes it for a deleted object);
+    /// - in a `Delete`, the object is gone: it leaves the cache and handlers
+    ///   get a tombstone with the last version the cache knew;
+    /// - an object whose name cannot be read is only reported.
+    pub fn apply_maybe_decoded(&self, event: Event<MaybeDecoded<K>>) {
         let mut dispatch = self.inner.dispatch.lock();
         dispatch.received = true;
         let mut notes = Vec::new();
         let mut synced_now = false;
         match event {
-            Event::Init => dispatch.listing = Some(HashMap::new()),
-            Event::InitApply(obj) => {
+            Event::Init => dispatch.listing = Some(Listing::default()),
+            Event::InitApply(MaybeDecoded::Decoded(obj)) => {
                 let obj = Arc::new(transformed(dispatch.transform.as_ref(), obj));
                 dispatch
                     .listing
-                    .get_or_insert_with(HashMap::new)
+                    .get_or_insert_with(Listing::default)
+                    .objects
                     .insert(ObjectKey::from_object(&*obj), obj);
+            }
+            Event::InitApply(MaybeDecoded::Undecodable(bad)) => {
+                if let Some(key) = bad.key() {
+                    dispatch
+                        .listing
+                        .get_or_insert_with(Listing::default)
+                        .undecodable
+                        .insert(key, bad.metadata().uid.clone());
+                }
+                self.report_undecodable(bad, &mut notes);
             }
             Event::InitDone => {
                 let listed = dispatch.listing.take().unwrap_or_default();
                 let initial = !dispatch.listed_once;
                 dispatch.listed_once = true;
                 synced_now = initial;
-                self.inner
-                    .store
-                    .write()
-                    .replace(listed, initial, &mut notes);
+                let reset_versions = std::mem::take(&mut dispatch.reset_versions);
+                self.inner.store.write().replace(
+                    listed.objects,
+                    &listed.undecodable,
+                    initial,
+                    reset_versions,
+                    &mut notes,
+                );
             }
-            Event::Apply(obj) => {
+            Event::Apply(MaybeDecoded::Decoded(obj)) => {
                 let obj = Arc::new(transformed(dispatch.transform.as_ref(), obj));
                 self.inner.store.write().apply(obj, &mut notes);
             }
-            Event::Delete(obj) => {
+            Event::Apply(MaybeDecoded::Undecodable(bad)) => {
+                let (key, uid) = (bad.key(), bad.metadata().uid.clone());
+                self.report_undecodable(bad, &mut notes);
+                if let Some(key) = key {
+                    self.inner
+                        .store
+                        .write()
+                        .apply_undecodable(&key, uid.as_deref(), &mut notes);
+                }
+            }
+            Event::Delete(MaybeDecoded::Decoded(obj)) => {
                 let obj = Arc::new(transformed(dispatch.transform.as_ref(), obj));
                 self.inner.store.write().delete(obj, &mut notes);
+            }
+            Event::Delete(MaybeDecoded::Undecodable(bad)) => {
+                let (key, rv) = (bad.key(), bad.resource_version().map(str::to_owned));
+                self.report_undecodable(bad, &mut notes);
+                if let Some(key) = key {
+                    self.inner
+                        .store
+                        .write()
+                        .delete_undecodable(&key, rv.as_deref(), &mut notes);
+                }
             }
         }
         self.notify(&notes);
@@ -406,6 +536,22 @@ where
             self.inner.store.mark_synced();
         }
         drop(dispatch);
+    }
+
+    /// Logs and counts an object that cannot be decoded and queues its
+    /// notification.
+    fn report_undecodable(&self, bad: UndecodableObject, notes: &mut Vec<Notification<K>>) {
+        self.inner.health.decode_failed();
+        let meta = bad.metadata();
+        tracing::warn!(
+            resource = %self.inner.resource,
+            namespace = meta.namespace.as_deref().unwrap_or(""),
+            name = meta.name.as_deref().unwrap_or(""),
+            resource_version = meta.resource_version.as_deref().unwrap_or(""),
+            error = %bad.error(),
+            "object cannot be decoded; skipped (the cache keeps its last decodable version, if any)"
+        );
+        notes.push(Notification::Undecodable(bad));
     }
 
     /// Delivers `on_update(obj, obj)` for every cached object to every
@@ -442,31 +588,37 @@ where
     /// Errors if the informer has no API ([`Informer::manual`]) or was
     /// already started. Must be called within a tokio runtime.
     pub fn start(&self, cancel: CancellationToken) -> Result<JoinHandle<()>, InformerError> {
-        let (api, config) = self.inner.source.clone().ok_or(InformerError::NoSource)?;
+        let (source, config) = self.inner.source.clone().ok_or(InformerError::NoSource)?;
         self.claim_start()?;
         let this = self.clone();
-        let stream = watcher::watcher(api, config).default_backoff();
+        let stream = list_watch(source, config).default_backoff();
         Ok(tokio::spawn(
             async move { this.drive(stream, cancel).await },
         ))
     }
 
-    /// Runs the watch until `cancel` is cancelled: a kube-runtime
-    /// [`watcher`](watcher::watcher) with its default backoff, each event
-    /// applied with [`apply_event`](Self::apply_event), plus the periodic
-    /// resync. Watch errors are logged at warn level and retried by the
-    /// watcher; they never end the loop.
+    /// Runs the watch until `cancel` is cancelled: lists and watches the
+    /// API (as kube-runtime's [`watcher`](watcher::watcher()) does, with its
+    /// default backoff after errors, and decoding each object on its own),
+    /// applies each event with
+    /// [`apply_maybe_decoded`](Self::apply_maybe_decoded), and runs the
+    /// periodic resync. Errors are logged at warn level and retried; they
+    /// never end the loop. A watch answered with "Too large resource
+    /// version" (the server's versions went backwards) or 410 Gone starts
+    /// over with a fresh list.
     pub async fn run(&self, cancel: CancellationToken) -> Result<(), InformerError> {
-        let (api, config) = self.inner.source.clone().ok_or(InformerError::NoSource)?;
+        let (source, config) = self.inner.source.clone().ok_or(InformerError::NoSource)?;
         self.claim_start()?;
-        self.drive(watcher::watcher(api, config).default_backoff(), cancel)
+        self.drive(list_watch(source, config).default_backoff(), cancel)
             .await;
         Ok(())
     }
 
     /// Like [`run`](Self::run) but reads events from `stream` instead of a
     /// watch; it also returns when the stream ends. Errors in the stream
-    /// are logged and skipped. Useful for tests and for custom sources.
+    /// are logged and skipped. Every event counts as a successful response
+    /// for [`health`](Self::health). Useful for tests and for custom
+    /// sources.
     pub async fn run_stream<S>(
         &self,
         stream: S,
@@ -476,7 +628,8 @@ where
         S: Stream<Item = Result<Event<K>, watcher::Error>> + Send,
     {
         self.claim_start()?;
-        self.drive(stream, cancel).await;
+        let steps = stream.map(|event| event.map(|e| Step::Event(lift_event(e))));
+        self.drive(steps, cancel).await;
         Ok(())
     }
 
@@ -495,7 +648,7 @@ where
 
     async fn drive<S>(&self, stream: S, cancel: CancellationToken)
     where
-        S: Stream<Item = Result<Event<K>, watcher::Error>> + Send,
+        S: Stream<Item = Result<Step<K>, watcher::Error>> + Send,
     {
         let mut stream = std::pin::pin!(stream);
         // One-hour placeholder when resync is off; the branch is disabled.
@@ -503,20 +656,55 @@ where
         let mut resync = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
         resync.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let resync_enabled = self.inner.resync.is_some();
+        let health = &self.inner.health;
+        health.started();
         loop {
             tokio::select! {
                 biased;
                 () = cancel.cancelled() => break,
-                event = stream.next() => match event {
-                    Some(Ok(event)) => self.apply_event(event),
-                    Some(Err(err)) => tracing::warn!(error = %err, "informer watch error; retrying"),
+                step = stream.next() => match step {
+                    Some(Ok(Step::Event(event))) => {
+                        health.responded();
+                        self.apply_maybe_decoded(event);
+                    }
+                    Some(Ok(Step::Alive)) => health.responded(),
+                    Some(Ok(Step::VersionsReset)) => {
+                        tracing::warn!(
+                            resource = %self.inner.resource,
+                            "the API server's resourceVersions went backwards (too large resource version); relisting from scratch"
+                        );
+                        self.inner.dispatch.lock().reset_versions = true;
+                    }
+                    Some(Err(err)) => {
+                        tracing::warn!(resource = %self.inner.resource, error = %err, "informer watch error; retrying");
+                        health.failed(err);
+                    }
                     None => break,
                 },
                 _ = resync.tick(), if resync_enabled => self.resync_now(),
             }
         }
+        health.stopped();
         self.inner.store.mark_stopped();
     }
+}
+
+/// The resource label of an informer watching `url`: `plural.group`, or
+/// the plural alone for the core group.
+fn url_label(url: &str) -> String {
+    let segments: Vec<&str> = url.split('/').filter(|s| !s.is_empty()).collect();
+    let plural = segments.last().copied().unwrap_or_default();
+    match segments.as_slice() {
+        ["apis", group, ..] if segments.len() > 3 => format!("{plural}.{group}"),
+        _ => plural.to_owned(),
+    }
+}
+
+/// The resource label of an informer with no API: the type's name.
+fn type_label<K>() -> String {
+    let name = std::any::type_name::<K>();
+    let name = name.split('<').next().unwrap_or(name);
+    name.rsplit("::").next().unwrap_or(name).to_owned()
 }
 
 /// `obj` after `transform`, if any.
@@ -536,5 +724,23 @@ fn deliver<K>(id: HandlerId, handler: &dyn EventHandler<K>, note: &Notification<
             event = note.kind(),
             "informer event handler panicked; continuing"
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::Pod;
+
+    #[test]
+    fn resource_labels() {
+        assert_eq!(url_label("/api/v1/pods"), "pods");
+        assert_eq!(url_label("/api/v1/namespaces/default/pods"), "pods");
+        assert_eq!(url_label("/apis/apps/v1/replicasets"), "replicasets.apps");
+        assert_eq!(
+            url_label("/apis/apps/v1/namespaces/ns/replicasets"),
+            "replicasets.apps"
+        );
+        assert_eq!(type_label::<Pod>(), "Pod");
     }
 }

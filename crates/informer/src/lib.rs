@@ -1,7 +1,8 @@
 //! A watch-driven cache of Kubernetes objects that tells your controller
 //! what changed: `on_add`, `on_update(old, new)` and `on_delete` (with
 //! tombstones), secondary indexes, periodic resync and one shared watch per
-//! resource. Built on kube-runtime's [`watcher`](kube::runtime::watcher()).
+//! resource. Its list/watch loop follows kube-runtime's
+//! [`watcher`](kube::runtime::watcher()), decoding each object on its own.
 //!
 //! # What an informer is
 //!
@@ -18,7 +19,7 @@
 //! change? did the pod just become ready?), the last state of objects whose
 //! delete was missed, an index to find "the pods this ReplicaSet controls"
 //! quickly, and the resourceVersion the cache has reached. This crate adds
-//! exactly that on top of the same watcher.
+//! exactly that, with the same [`watcher::Config`](kube::runtime::watcher::Config).
 //!
 //! # Event semantics
 //!
@@ -35,6 +36,7 @@
 //! | relist (the watch fell behind, e.g. HTTP 410) | new objects: `on_add(obj, false)`; changed resourceVersion: `on_update(old, new)`; unchanged: nothing; missing: `on_delete(DeletedObject::Tombstone(..))` |
 //! | same name, new UID (re-created while unseen) | `on_delete(Tombstone(old))` then `on_add(new, false)` |
 //! | periodic resync | `on_update(obj, obj)` per cached object, with both arguments the same `Arc` |
+//! | an object that does not decode into `K` | `on_undecodable(obj)`; the cache keeps the last version it could decode |
 //!
 //! A *tombstone* ([`DeletedFinalStateUnknown`]) carries the last state the
 //! cache knew of an object whose delete event never arrived; handlers
@@ -74,6 +76,28 @@
 //! or with [`Informer::set_transform`] on a shared informer before it
 //! starts; a shared informer refuses a second, different transform.
 //!
+//! # Objects that do not decode
+//!
+//! One object the client cannot decode (a value beyond its Rust type's
+//! range, a newer API version's shape) must not stop the reconciliation of
+//! all others. Each object of a list or watch is decoded on its own; one
+//! that does not fit `K` is an [`UndecodableObject`]: skipped, logged at
+//! warn level (namespace, name, resourceVersion, error), counted in
+//! [`Informer::stats`] and handed to [`EventHandler::on_undecodable`].
+//! See [`Informer::apply_maybe_decoded`] for what the cache does with it:
+//! in short, it keeps the last version it could decode, a relist never
+//! takes the object for deleted, and a delete still deletes.
+//!
+//! # Watch health
+//!
+//! [`Informer::health`] and [`SharedInformerFactory::health`] fail when a
+//! running informer has heard nothing from the API server (no list page,
+//! event, bookmark or watch that ran to its timeout) for longer than a
+//! bound — [`DEFAULT_WATCH_HEALTH_BOUND`] explains the default. A watch
+//! answered with "Too large resource version" (the server's versions went
+//! backwards, e.g. after it restarted on fresh storage) or 410 Gone starts
+//! over with a fresh list, as client-go's reflector does.
+//!
 //! # Controller references
 //!
 //! [`controller_ref`], [`is_controlled_by`] and [`is_orphan`] are the
@@ -88,7 +112,8 @@
 //! with my own write?", the question behind Kubernetes 1.36's stale-cache
 //! protection. They are numeric comparisons of opaque strings, valid for
 //! etcd-backed servers, and the value only advances when a watched object
-//! changes; see their docs for the limits.
+//! changes (and starts over when the server's versions went backwards);
+//! see their docs for the limits.
 //!
 //! # Sharing
 //!
@@ -178,22 +203,30 @@
 //! ```
 
 mod controller_ref;
+mod decode;
 mod error;
 mod factory;
 mod handler;
+mod health;
 mod index;
 mod informer;
 mod key;
+mod list_watch;
 mod orphan_label;
+#[cfg(feature = "prometheus")]
+#[cfg_attr(docsrs, doc(cfg(feature = "prometheus")))]
+mod prometheus;
 mod resource_version;
 mod scope;
 mod store;
 mod transform;
 
 pub use controller_ref::{controller_ref, is_controlled_by, is_orphan};
+pub use decode::{ListPage, MaybeDecoded, UndecodableObject, decode_list, decode_watch_line};
 pub use error::InformerError;
 pub use factory::SharedInformerFactory;
 pub use handler::{DeletedFinalStateUnknown, DeletedObject, EventHandler, HandlerFns, HandlerId};
+pub use health::{DEFAULT_WATCH_HEALTH_BOUND, DEFAULT_WATCH_TIMEOUT, InformerStats, Unhealthy};
 pub use index::{
     BY_CONTROLLER_UID, BY_NAMESPACE, IndexFn, controller_index_key, index_by_controller_uid,
     index_by_namespace, orphan_index_key,
@@ -201,6 +234,8 @@ pub use index::{
 pub use informer::{Informer, InformerBuilder};
 pub use key::{ObjectKey, ParseKeyError};
 pub use orphan_label::{BY_ORPHAN_LABEL, index_orphans_by_label, orphan_label_index_key};
+#[cfg(feature = "prometheus")]
+pub use prometheus::{DECODE_ERRORS_METRIC, InformerCollector, SILENCE_METRIC};
 pub use resource_version::{CompareError, compare_resource_versions};
 pub use scope::ObjectScope;
 pub use store::Store;

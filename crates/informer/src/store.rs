@@ -267,13 +267,16 @@ impl<K: Resource> Store<K> {
     /// cache has applied (added, updated, deleted or listed). A version that
     /// is not a decimal integer replaces it unconditionally.
     ///
-    /// Limits: kube-runtime's watcher consumes watch bookmarks and list
-    /// resourceVersions internally and does not pass them on, so this value
-    /// advances only when an object this informer watches changes. During
-    /// quiet periods it lags the server's version, and writes to objects
-    /// outside the informer's selectors are never reflected. It only moves
-    /// forward, and a version is reported only once the store contents
-    /// reflect it (objects of an in-progress relist count once it completes).
+    /// Limits: watch bookmarks and list resourceVersions do not count, so
+    /// this value advances only when an object this informer watches
+    /// changes. During quiet periods it lags the server's version, and
+    /// writes to objects outside the informer's selectors are never
+    /// reflected. A version is reported only once the store contents
+    /// reflect it (objects of an in-progress relist count once it
+    /// completes; an object that could not be decoded does not count). It
+    /// only moves forward, except when the server's versions went backwards
+    /// ("Too large resource version"): the relist that follows starts it
+    /// over from the listed objects.
     pub fn last_sync_resource_version(&self) -> Option<String> {
         self.shared
             .state
@@ -492,21 +495,73 @@ impl<K: Resource> State<K> {
         }
     }
 
+    /// Applies a watch event whose object could not be decoded: the cache
+    /// keeps the last version it could decode, unless that was another
+    /// incarnation (a different UID), which is gone: tombstoned.
+    pub(crate) fn apply_undecodable(
+        &mut self,
+        key: &ObjectKey,
+        uid: Option<&str>,
+        out: &mut Vec<Notification<K>>,
+    ) {
+        if self
+            .get(&key.namespace, &key.name)
+            .is_some_and(|old| !uid_matches(&**old, uid))
+            && let Some(old) = self.remove(key)
+        {
+            out.push(tombstone(key.clone(), old));
+        }
+    }
+
+    /// Applies a delete event whose object could not be decoded: the object
+    /// is gone, its final state unknown, so the last version the cache knew
+    /// is delivered as a tombstone.
+    pub(crate) fn delete_undecodable(
+        &mut self,
+        key: &ObjectKey,
+        resource_version: Option<&str>,
+        out: &mut Vec<Notification<K>>,
+    ) {
+        if let Some(rv) = resource_version {
+            self.observed.observe(rv);
+        }
+        if let Some(old) = self.remove(key) {
+            out.push(tombstone(key.clone(), old));
+        }
+    }
+
     /// Replaces the contents with a complete list: new objects are adds,
     /// changed ones updates, unchanged ones (same UID and resourceVersion)
     /// nothing, and missing ones tombstoned deletes.
+    ///
+    /// `undecodable` holds the listed objects that could not be decoded,
+    /// with their UIDs: they are not missing, so the version the cache
+    /// holds stays (unless it is another incarnation). With
+    /// `reset_versions` the observed resourceVersion starts over from this
+    /// list (the server's versions went backwards).
     pub(crate) fn replace(
         &mut self,
         listed: HashMap<ObjectKey, Arc<K>>,
+        undecodable: &HashMap<ObjectKey, Option<String>>,
         initial: bool,
+        reset_versions: bool,
         out: &mut Vec<Notification<K>>,
     ) {
+        if reset_versions {
+            self.observed = ObservedVersion::default();
+        }
         let vanished: Vec<ObjectKey> = self
             .objects
             .iter()
-            .flat_map(|(ns, names)| names.keys().map(move |n| (ns, n)))
-            .map(|(ns, n)| ObjectKey::new(ns.clone(), n.clone()))
-            .filter(|k| !listed.contains_key(k))
+            .flat_map(|(ns, names)| names.iter().map(move |(n, obj)| (ns, n, obj)))
+            .filter(|(ns, n, obj)| {
+                let key = ObjectKey::new((*ns).clone(), (*n).clone());
+                !listed.contains_key(&key)
+                    && undecodable
+                        .get(&key)
+                        .is_none_or(|uid| !uid_matches(&***obj, uid.as_deref()))
+            })
+            .map(|(ns, n, _)| ObjectKey::new(ns.clone(), n.clone()))
             .collect();
         for (key, obj) in listed {
             self.observe(&obj);
@@ -547,7 +602,12 @@ fn tombstone<K>(key: ObjectKey, last_known: Arc<K>) -> Notification<K> {
 /// Objects are "the same" unless both carry UIDs and they differ (hand-built
 /// test objects often have none).
 fn same_uid<K: Resource>(a: &K, b: &K) -> bool {
-    match (&a.meta().uid, &b.meta().uid) {
+    uid_matches(a, b.meta().uid.as_deref())
+}
+
+/// [`same_uid`] against a UID that may be unknown.
+fn uid_matches<K: Resource>(obj: &K, uid: Option<&str>) -> bool {
+    match (obj.meta().uid.as_deref(), uid) {
         (Some(x), Some(y)) => x == y,
         _ => true,
     }

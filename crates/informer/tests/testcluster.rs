@@ -214,3 +214,107 @@ async fn factory_shares_one_watch_between_two_controllers() {
         .unwrap();
     cluster.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_object_that_does_not_decode_is_skipped_and_the_others_are_cached() {
+    use k8s_openapi::api::apps::v1::ReplicaSet;
+    use kube::api::{ApiResource, DynamicObject};
+    use parking_lot::Mutex;
+    use std::sync::Arc;
+
+    let cluster = TestCluster::start(TestClusterConfig::default())
+        .await
+        .unwrap();
+    let dynamic: Api<DynamicObject> = Api::namespaced_with(
+        cluster.client(),
+        "default",
+        &ApiResource::erase::<ReplicaSet>(&()),
+    );
+    let replicaset = |name: &str, replicas: u64| -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": {"app": name}},
+                "template": {
+                    "metadata": {"labels": {"app": name}},
+                    "spec": {"containers": [{"name": "c", "image": "busybox"}]}
+                }
+            }
+        }))
+        .unwrap()
+    };
+    // One ReplicaSet whose replicas do not fit the i32 of the Rust type,
+    // which the test cluster stores, between two ordinary ones.
+    for (name, replicas) in [("a", 1), ("huge", 2_147_483_648), ("b", 2)] {
+        dynamic
+            .create(&PostParams::default(), &replicaset(name, replicas))
+            .await
+            .unwrap();
+    }
+
+    let undecodable = Arc::new(Mutex::new(Vec::new()));
+    let seen = undecodable.clone();
+    let (added_tx, mut added) = tokio::sync::mpsc::unbounded_channel();
+    let informer = Informer::builder(Api::<ReplicaSet>::namespaced(cluster.client(), "default"))
+        .handler(
+            ctrlkit_informer::HandlerFns::new()
+                .on_add(move |rs: &Arc<ReplicaSet>, _| {
+                    let _ = added_tx.send(rs.metadata.name.clone().unwrap_or_default());
+                })
+                .on_undecodable(move |bad| {
+                    seen.lock()
+                        .push((bad.key().unwrap().to_string(), bad.error().to_string()))
+                }),
+        )
+        .build();
+    let cancel = CancellationToken::new();
+    let task = informer.start(cancel.clone()).unwrap();
+    tokio::time::timeout(GUARD, informer.wait_for_cache_sync())
+        .await
+        .unwrap()
+        .unwrap();
+
+    let store = informer.store();
+    let mut cached: Vec<_> = store
+        .list()
+        .iter()
+        .filter_map(|rs| rs.metadata.name.clone())
+        .collect();
+    cached.sort();
+    assert_eq!(cached, ["a", "b"]);
+    assert_eq!(informer.stats().decode_errors, 1);
+    {
+        let undecodable = undecodable.lock();
+        assert_eq!(undecodable.len(), 1);
+        assert_eq!(undecodable[0].0, "default/huge");
+        assert!(
+            undecodable[0].1.contains("2147483648"),
+            "{}",
+            undecodable[0].1
+        );
+    }
+    assert!(informer.health(Duration::from_secs(60)).is_ok());
+
+    // Fixed, the object enters the cache like any other.
+    let fix = json!({"spec": {"replicas": 3}});
+    dynamic
+        .patch("huge", &PatchParams::default(), &Patch::Merge(&fix))
+        .await
+        .unwrap();
+    let mut names = Vec::new();
+    while !names.iter().any(|n| n == "huge") {
+        names.push(
+            tokio::time::timeout(GUARD, added.recv())
+                .await
+                .unwrap()
+                .unwrap(),
+        );
+    }
+    assert_eq!(store.get("default", "huge").unwrap().spec.replicas, Some(3));
+
+    cancel.cancel();
+    tokio::time::timeout(GUARD, task).await.unwrap().unwrap();
+    cluster.shutdown().await;
+}

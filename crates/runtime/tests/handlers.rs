@@ -359,3 +359,67 @@ async fn child_resyncs_are_low_priority_and_transforms_apply_to_children() {
     f.pods.apply_event(Event::Apply(pod_of("pb", &b, "4")));
     assert_eq!(f.keys(), [key("ns", "b"), key("ns", "a")]);
 }
+
+#[tokio::test]
+async fn owner_state_is_forgotten_when_the_owner_is_deleted_or_re_created() {
+    let apps = Informer::<App>::manual().build();
+    let pods = Informer::<Pod>::manual().build();
+    let forgotten = std::sync::Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let sink = forgotten.clone();
+    let controller = Controller::builder_with(apps.clone())
+        .owns_with(Owns::new().informer(pods.clone()))
+        .on_owner_deleted(move |key| sink.lock().push(key.clone()))
+        .build()
+        .unwrap();
+    let old = app("web", "u1");
+    apps.apply_event(Event::Apply(old.clone()));
+    controller.expectations().expect_creations("ns/web", 2);
+
+    // Deleted and re-created while the watch was away: the update carries
+    // another UID, and the old owner's state goes.
+    let mut new = app("web", "u2");
+    new.metadata.resource_version = Some("2".into());
+    apps.apply_event(Event::Apply(new.clone()));
+    assert_eq!(*forgotten.lock(), [key("ns", "web")]);
+    assert!(
+        controller
+            .expectations()
+            .get_expectations("ns/web")
+            .is_none()
+    );
+
+    // A plain update forgets nothing; a delete does.
+    controller.expectations().expect_creations("ns/web", 1);
+    let mut changed = new.clone();
+    changed.metadata.resource_version = Some("3".into());
+    apps.apply_event(Event::Apply(changed.clone()));
+    assert_eq!(forgotten.lock().len(), 1);
+    apps.apply_event(Event::Delete(changed));
+    assert_eq!(forgotten.lock().len(), 2);
+    assert!(
+        controller
+            .expectations()
+            .get_expectations("ns/web")
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn the_registered_handlers_can_be_driven_directly() {
+    let f = fixture(Owns::new());
+    let owner = app("web", "u1");
+    list(&f.apps, vec![owner.clone()]);
+    f.keys();
+    // A transition a hand-fed informer cannot produce: an update from a
+    // state the cache never held.
+    let pods = f.controller.owned_handler::<Pod>().unwrap();
+    let old = arc(pod_of("p", &owner, "1"));
+    let new = arc(pod_of("p", &owner, "2"));
+    pods.on_update(&old, &new);
+    assert_eq!(f.keys(), [key("ns", "web")]);
+    assert!(f.controller.owned_handler::<ConfigMap>().is_none());
+    f.controller
+        .owner_handler()
+        .on_delete(&ctrlkit_informer::DeletedObject::Final(arc(owner)));
+    assert_eq!(f.keys(), [key("ns", "web")]);
+}

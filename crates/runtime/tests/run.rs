@@ -289,3 +289,57 @@ async fn the_grace_period_bounds_the_drain_on_shutdown() {
         "{waited:?}"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn reconcile_once_checks_read_own_writes_then_reconciles_the_cached_owner() {
+    let apps = Informer::<App>::manual().build();
+    let pods = Informer::<Pod>::manual().build();
+    let skipped = Arc::new(Mutex::new(Vec::new()));
+    let sink = skipped.clone();
+    let controller = Controller::builder_with(apps.clone())
+        .owns_with(Owns::new().informer(pods.clone()))
+        .read_own_writes(Duration::from_secs(30))
+        .on_stale_skip(move |key, why| sink.lock().push((key.clone(), why.resource.clone())))
+        .build()
+        .unwrap();
+    list(&apps, vec![app("a", 3, "1")]);
+    list(&pods, vec![]);
+    let seen = Arc::new(Seen::default());
+    controller
+        .consistency()
+        .wrote_at("ns/a", &GroupResource::of::<Pod>(), "7");
+
+    // Held back, and the hook learns which cache is behind.
+    let action = controller
+        .reconcile_once(key("ns", "a"), record, seen.clone())
+        .await
+        .unwrap();
+    assert_eq!(
+        action.requeue_delay(),
+        Some(ctrlkit_runtime::STALE_RECONCILE_REQUEUE)
+    );
+    assert!(seen.take().is_empty());
+    assert_eq!(
+        *skipped.lock(),
+        [(key("ns", "a"), GroupResource::of::<Pod>())]
+    );
+    assert_eq!(controller.stale_reconcile_skips(), 1);
+
+    pods.apply_event(Event::Apply(owned_by(
+        object("ns", "p", "up", "7"),
+        controller_of(&app("a", 3, "1")),
+    )));
+    controller
+        .reconcile_once(key("ns", "a"), record, seen.clone())
+        .await
+        .unwrap();
+    controller
+        .reconcile_once(key("ns", "gone"), record, seen.clone())
+        .await
+        .unwrap();
+    assert_eq!(
+        seen.take(),
+        [(key("ns", "a"), Some(3)), (key("ns", "gone"), None)]
+    );
+    assert_eq!(skipped.lock().len(), 1);
+}

@@ -4,7 +4,9 @@
 //! (`... --bench throughput -- WORD...` runs only the phase groups whose
 //! name contains a WORD: `inproc_creates`, `inproc_watch` (raw creates,
 //! watches and list, after the in-process creates), `external_creates`,
-//! `echo_floor`).
+//! `echo_floor`, `custom` (custom objects: CRD install and first object,
+//! creates, watches), `rbac` (creates with RBAC enforced), `memory` (RSS
+//! per stored pod, ConfigMap and custom object)).
 //!
 //! Every line carries the CPU seconds of its phase, so figures from a
 //! shared machine can be judged by rate per CPU-second too.
@@ -38,8 +40,10 @@ use ctrlkit_testcluster::{TestCluster, TestClusterConfig};
 use futures::StreamExt;
 use http_body_util::BodyExt;
 use k8s_openapi::api::apps::v1::ReplicaSet;
-use k8s_openapi::api::core::v1::{Namespace, Pod};
-use kube::api::{ListParams, PostParams, WatchEvent, WatchParams};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
+use kube::api::{
+    ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams, WatchEvent, WatchParams,
+};
 use kube::{Api, Client};
 use serde_json::json;
 
@@ -756,6 +760,343 @@ async fn in_process(sel: &Selection) {
     cluster.shutdown().await;
 }
 
+/// The CronTab CRD of the Kubernetes docs (schema with a pattern, bounds
+/// and a default; status and scale subresources; printer columns), in
+/// `group`.
+fn crontab_crd(group: &str) -> serde_json::Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("crontabs.{group}")},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"plural": "crontabs", "singular": "crontab", "kind": "CronTab", "shortNames": ["ct"]},
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "required": ["cronSpec"], "properties": {
+                        "cronSpec": {"type": "string", "pattern": "^(\\d+|\\*)(/\\d+)?(\\s+(\\d+|\\*)(/\\d+)?){4}$"},
+                        "image": {"type": "string"},
+                        "replicas": {"type": "integer", "minimum": 0, "maximum": 100, "default": 1},
+                    }},
+                    "status": {"type": "object", "properties": {"replicas": {"type": "integer"}}},
+                }}},
+                "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}},
+                "additionalPrinterColumns": [{"name": "Spec", "type": "string", "jsonPath": ".spec.cronSpec"}],
+            }],
+        },
+    })
+}
+
+fn crontabs(client: &Client, group: &str, ns: &str) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk(group, "v1", "CronTab");
+    Api::namespaced_with(
+        client.clone(),
+        ns,
+        &ApiResource::from_gvk_with_plural(&gvk, "crontabs"),
+    )
+}
+
+fn crontab(group: &str) -> DynamicObject {
+    serde_json::from_value(json!({
+        "apiVersion": format!("{group}/v1"), "kind": "CronTab",
+        "metadata": {"labels": {"app": "bench"}},
+        "spec": {"cronSpec": "*/5 * * * *", "image": "registry.example/cron:1.0", "replicas": 2},
+    }))
+    .unwrap()
+}
+
+/// Create `PODS` custom objects named `{prefix}-{i}` in `ns` from `TASKS`
+/// tasks sharing `client`.
+async fn create_custom(client: &Client, group: &str, ns: &str, prefix: &str, bodies: Bodies) {
+    let template = crontab(group);
+    let mut handles = Vec::new();
+    for t in 0..TASKS {
+        let api = crontabs(client, group, ns);
+        let prefix = prefix.to_string();
+        let template = template.clone();
+        handles.push(tokio::spawn(async move {
+            for i in (t..PODS).step_by(TASKS) {
+                let mut o = template.clone();
+                o.metadata.name = Some(format!("{prefix}-{i}"));
+                if bodies == Bodies::Distinct {
+                    o.metadata.annotations =
+                        Some([("bench/index".to_string(), i.to_string())].into());
+                }
+                api.create(&PostParams::default(), &o).await.unwrap();
+            }
+        }));
+    }
+    for h in handles {
+        h.await.unwrap();
+    }
+}
+
+/// Custom objects: CRD install + first object latency, creates with
+/// 10,000 stored, watch replay to 10 watchers.
+async fn custom_resources() {
+    let cluster = TestCluster::start(TestClusterConfig::default().with_watch_history(8 * PODS))
+        .await
+        .unwrap();
+    let client = cluster.client();
+    let crds = Api::<DynamicObject>::all_with(
+        client.clone(),
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+            "customresourcedefinitions",
+        ),
+    );
+    // 1. POST a CRD, then POST its first object, through kube-client.
+    let mut latencies = Vec::new();
+    for i in 0..20 {
+        let group = format!("g{i}.bench.example.com");
+        let crd: DynamicObject = serde_json::from_value(crontab_crd(&group)).unwrap();
+        let mut first = crontab(&group);
+        first.metadata.name = Some("first".into());
+        let start = Instant::now();
+        crds.create(&PostParams::default(), &crd).await.unwrap();
+        crontabs(&client, &group, "default")
+            .create(&PostParams::default(), &first)
+            .await
+            .unwrap();
+        latencies.push(start.elapsed().as_secs_f64() * 1000.0);
+    }
+    latencies.sort_by(f64::total_cmp);
+    println!(
+        "{}",
+        json!({"bench": "crd_install_and_first_object", "runs": latencies.len(),
+               "median_ms": round2(latencies[latencies.len() / 2]), "min_ms": round2(latencies[0]),
+               "max_ms": round2(latencies[latencies.len() - 1]),
+               "note": "kube-client POST of the CRD then POST of its first custom object, in process"})
+    );
+
+    let group = "stable.bench.example.com";
+    crds.create(
+        &PostParams::default(),
+        &serde_json::from_value(crontab_crd(group)).unwrap(),
+    )
+    .await
+    .unwrap();
+    let start_rv = namespace(&client, "cr-a").await;
+    let setup = (Clients::Shared, Bodies::Template);
+    // 2. Creates into an empty table, then with 10,000 stored, then
+    // distinct bodies (schema default, prune and validation each time).
+    let phase = Phase::start(None);
+    create_custom(&client, group, "cr-a", "c", Bodies::Template).await;
+    custom_line(setup, 0, phase.end());
+    namespace(&client, "cr-b").await;
+    let phase = Phase::start(None);
+    create_custom(&client, group, "cr-b", "c", Bodies::Template).await;
+    custom_line(setup, PODS, phase.end());
+    namespace(&client, "cr-c").await;
+    let phase = Phase::start(None);
+    create_custom(&client, group, "cr-c", "c", Bodies::Distinct).await;
+    custom_line((Clients::Shared, Bodies::Distinct), 2 * PODS, phase.end());
+
+    // 3. 10 kube-client watchers replay 10,000 events each (decoded as
+    // DynamicObjects), then the same over raw HTTP.
+    let phase = Phase::start(None);
+    let mut handles = Vec::new();
+    for _ in 0..WATCHERS {
+        let api = crontabs(&client, group, "cr-a");
+        let rv = start_rv.clone();
+        handles.push(tokio::spawn(async move {
+            let mut stream = api
+                .watch(&WatchParams::default().disable_bookmarks(), &rv)
+                .await
+                .unwrap()
+                .boxed();
+            let mut seen = 0;
+            while seen < PODS {
+                if let Some(Ok(WatchEvent::Added(_))) = stream.next().await {
+                    seen += 1;
+                }
+            }
+        }));
+    }
+    for h in handles {
+        h.await.unwrap();
+    }
+    let (wall, cpu, _) = phase.end();
+    println!(
+        "{}",
+        json!({"bench": "watch_replay_kube_client", "objects": "custom", "watchers": WATCHERS, "events": WATCHERS * PODS,
+               "events_per_sec": ((WATCHERS * PODS) as f64 / wall).round(), "events_per_process_cpu_sec": ((WATCHERS * PODS) as f64 / cpu).round()})
+    );
+    let phase = Phase::start(None);
+    let mut handles = Vec::new();
+    for _ in 0..WATCHERS {
+        let path = format!(
+            "/apis/{group}/v1/namespaces/cr-a/crontabs?watch=true&resourceVersion={start_rv}"
+        );
+        handles.push(tokio::spawn(raw_watch(client.clone(), path, PODS)));
+    }
+    for h in handles {
+        h.await.unwrap();
+    }
+    let (wall, cpu, _) = phase.end();
+    println!(
+        "{}",
+        json!({"bench": "watch_replay_raw_http", "objects": "custom", "watchers": WATCHERS, "events": WATCHERS * PODS,
+               "events_per_sec": ((WATCHERS * PODS) as f64 / wall).round(), "events_per_process_cpu_sec": ((WATCHERS * PODS) as f64 / cpu).round()})
+    );
+    let stats = cluster.requests();
+    assert_eq!(stats.total().failed(), 0, "failed requests:\n{stats}");
+    cluster.shutdown().await;
+}
+
+fn custom_line(
+    (clients, bodies): (Clients, Bodies),
+    stored: usize,
+    (wall, cpu, _): (f64, f64, Option<f64>),
+) {
+    println!(
+        "{}",
+        json!({"bench": "create_custom_objects", "setup": "in_process", "clients": clients.label(),
+               "bodies": bodies.label(), "tasks": TASKS, "objects": PODS, "stored_before": stored,
+               "creates_per_sec": (PODS as f64 / wall).round(), "process_cpu_sec": round2(cpu),
+               "creates_per_process_cpu_sec": (PODS as f64 / cpu).round()})
+    );
+}
+
+/// Creates with RBAC enforced (HTTPS, every request authenticated and
+/// authorized): as the admin (`system:masters`) and as a ServiceAccount
+/// whose ClusterRoleBinding the policy evaluates, 10,000 pods stored.
+async fn rbac_creates() {
+    let cluster = TestCluster::start(
+        TestClusterConfig::default()
+            .with_rbac(true)
+            .with_watch_history(4 * PODS),
+    )
+    .await
+    .unwrap();
+    let admin = cluster.client();
+    cluster
+        .apply_yaml(
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: bench}\n\
+             rules: [{apiGroups: ['', apps], resources: [pods, replicasets, namespaces], verbs: ['*']}]\n---\n\
+             apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: bench}\n\
+             roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: bench}\n\
+             subjects: [{kind: ServiceAccount, name: bench, namespace: default}]\n",
+        )
+        .unwrap();
+    let sa = cluster
+        .client_for_service_account("default", "bench")
+        .unwrap();
+    let url = cluster.base_url().to_string();
+    let setup = (Clients::Shared, Bodies::Template);
+    for (i, (who, client)) in [
+        ("admin", &admin),
+        ("admin", &admin),
+        ("service_account", &sa),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let ns = format!("rbac-{i}");
+        namespace(&admin, &ns).await;
+        let phase = Phase::start(None);
+        create_pods(client, &url, setup, &ns, "p").await;
+        create_line(
+            "create_pods",
+            &format!("in_process_rbac_https_{who}"),
+            setup,
+            i * PODS,
+            "none",
+            phase.end(),
+        );
+    }
+    let stats = cluster.requests();
+    assert_eq!(stats.total().failed(), 0, "failed requests:\n{stats}");
+    cluster.shutdown().await;
+}
+
+/// The resident memory each stored object adds, for 10,000 ConfigMaps,
+/// custom objects and pods created in turn in one cluster (no deletes, so
+/// no freed memory is reused between them), and the size of each object's
+/// JSON as a list serves it.
+async fn memory() {
+    let cluster = TestCluster::start(TestClusterConfig::default().with_watch_history(PODS))
+        .await
+        .unwrap();
+    let client = cluster.client();
+    let group = "mem.bench.example.com";
+    cluster.install_crd_value(crontab_crd(group)).unwrap();
+    for kind in ["configmap", "custom", "pod"] {
+        let ns = format!("mem-{kind}");
+        namespace(&client, &ns).await;
+        let before = rss_bytes();
+        let json_bytes = match kind {
+            "configmap" => {
+                let cm: ConfigMap = serde_json::from_value(json!({
+                    "metadata": {"labels": {"app": "bench"}},
+                    "data": {"config.yaml": "mode: fast\nreplicas: 3\n", "index.html": "<h1>hello</h1>"},
+                }))
+                .unwrap();
+                let api = Api::<ConfigMap>::namespaced(client.clone(), &ns);
+                let mut handles = Vec::new();
+                for t in 0..TASKS {
+                    let (api, cm) = (api.clone(), cm.clone());
+                    handles.push(tokio::spawn(async move {
+                        for i in (t..PODS).step_by(TASKS) {
+                            let mut c = cm.clone();
+                            c.metadata.name = Some(format!("cm-{i}"));
+                            api.create(&PostParams::default(), &c).await.unwrap();
+                        }
+                    }));
+                }
+                for h in handles {
+                    h.await.unwrap();
+                }
+                list_bytes(&client, &format!("/api/v1/namespaces/{ns}/configmaps")).await
+            }
+            "custom" => {
+                create_custom(&client, group, &ns, "c", Bodies::Template).await;
+                list_bytes(
+                    &client,
+                    &format!("/apis/{group}/v1/namespaces/{ns}/crontabs"),
+                )
+                .await
+            }
+            _ => {
+                create_pods(
+                    &client,
+                    cluster.base_url(),
+                    (Clients::Shared, Bodies::Template),
+                    &ns,
+                    "p",
+                )
+                .await;
+                list_bytes(&client, &format!("/api/v1/namespaces/{ns}/pods")).await
+            }
+        };
+        let after = rss_bytes();
+        println!(
+            "{}",
+            json!({"bench": "memory_per_stored_object", "kind": kind, "objects": PODS,
+                   "rss_delta_bytes_per_object": after.saturating_sub(before) / PODS as u64,
+                   "json_bytes_per_object": json_bytes / PODS,
+                   "note": "process RSS delta (object, serialized form, watch history entry, client-side garbage)"})
+        );
+    }
+    cluster.shutdown().await;
+}
+
+/// The total size of the items of a list.
+async fn list_bytes(client: &Client, path: &str) -> usize {
+    let list: serde_json::Value = client
+        .request(http::Request::get(path).body(Vec::new()).unwrap())
+        .await
+        .unwrap();
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i.to_string().len())
+        .sum()
+}
+
 fn main() {
     if std::env::var_os(ECHO_SERVER).is_some() {
         return echo_server();
@@ -779,6 +1120,15 @@ fn main() {
         }
         if sel.wants("inproc_creates") || sel.wants("inproc_watch") {
             in_process(&sel).await;
+        }
+        if sel.wants("custom") {
+            custom_resources().await;
+        }
+        if sel.wants("rbac") {
+            rbac_creates().await;
+        }
+        if sel.wants("memory") {
+            memory().await;
         }
     });
 }

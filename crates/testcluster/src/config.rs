@@ -13,7 +13,7 @@ use crate::kubelet::KubeletConfig;
 /// `Default` gives: any free port on 127.0.0.1, a watch history of at most
 /// 10,000 events and 128 MiB, seed 0, no kubelet simulation, no faults, a
 /// bookmark every second on watches that allow bookmarks, the system
-/// clock, managedFields kept.
+/// clock, managedFields kept, RBAC not enforced.
 #[derive(Clone, Debug)]
 pub struct TestClusterConfig {
     /// TCP port on 127.0.0.1; `None` picks any free port.
@@ -46,6 +46,13 @@ pub struct TestClusterConfig {
     /// hundred bytes larger, which costs clients decoding time and cache
     /// memory as on a real cluster; `false` leaves them out.
     pub managed_fields: bool,
+    /// Whether requests are authenticated by bearer token and authorized
+    /// by RBAC over the Roles and bindings stored in the cluster, as
+    /// kube-apiserver with `--authorization-mode=RBAC` does. Off by
+    /// default: every request is allowed. The cluster's own client and
+    /// kubeconfig are `system:masters` either way; see
+    /// [`TestCluster::client_for_service_account`](crate::TestCluster::client_for_service_account).
+    pub rbac: bool,
 }
 
 impl Default for TestClusterConfig {
@@ -60,6 +67,7 @@ impl Default for TestClusterConfig {
             bookmark_interval: Duration::from_secs(1),
             clock: Arc::new(SystemClock),
             managed_fields: true,
+            rbac: false,
         }
     }
 }
@@ -110,6 +118,12 @@ impl TestClusterConfig {
     /// Keep (`true`, the default) or leave out `metadata.managedFields`.
     pub fn with_managed_fields(mut self, on: bool) -> Self {
         self.managed_fields = on;
+        self
+    }
+
+    /// Enforce RBAC (`true`) or allow every request (`false`, the default).
+    pub fn with_rbac(mut self, on: bool) -> Self {
+        self.rbac = on;
         self
     }
 

@@ -156,10 +156,7 @@ fn yaml_nesting(body: &[u8], limit: usize) -> usize {
             if blank || rest[0] == b'#' {
                 continue;
             }
-            token_start = match plain_indent {
-                Some(k) if indent > k => false,
-                _ => true,
-            };
+            token_start = plain_indent.is_none_or(|k| indent <= k);
             if token_start {
                 plain_indent = None;
                 while indents.last().is_some_and(|&i| i >= indent) {
@@ -303,7 +300,6 @@ impl std::fmt::Debug for Decoders {
 
 impl Decoders {
     /// Ask `decoder` first from now on.
-    #[cfg_attr(not(test), allow(dead_code))] // the protobuf decoder plugs in here
     pub(crate) fn add(&self, decoder: Arc<dyn BodyDecoder>) {
         self.extra.write().insert(0, decoder);
     }

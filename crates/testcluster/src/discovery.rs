@@ -3,9 +3,12 @@
 //! which kubectl 1.32 asks for first), built from the registry's current
 //! snapshot.
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 
-use std::sync::Arc;
+use crate::crd::GroupVersionDocument;
 
 use crate::resources::{ResourceDef, Snapshot};
 
@@ -36,22 +39,79 @@ pub(crate) fn core_versions(server_address: &str) -> Value {
     })
 }
 
-fn groups(snap: &Snapshot) -> Vec<(&'static str, &'static str)> {
-    snap.group_versions()
+/// The parts of a Kubernetes-style version (`v2`, `v1beta3`, `v1alpha1`)
+/// for ordering: (stability, major, minor), higher is preferred.
+fn kube_version(v: &str) -> Option<(u8, u64, u64)> {
+    let rest = v.strip_prefix('v')?;
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let major: u64 = rest.get(..digits)?.parse().ok()?;
+    if rest.starts_with('0') {
+        return None;
+    }
+    match &rest[digits..] {
+        "" => Some((2, major, 0)),
+        tail => {
+            let (stability, minor) = if let Some(m) = tail.strip_prefix("beta") {
+                (1, m)
+            } else {
+                (0, tail.strip_prefix("alpha")?)
+            };
+            if minor.is_empty() || !minor.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            Some((stability, major, minor.parse().ok()?))
+        }
+    }
+}
+
+/// apimachinery's `CompareKubeAwareVersionStrings` as a sort order:
+/// GA before beta before alpha, higher versions first, then versions not
+/// in that form, alphabetically.
+fn by_version_priority(a: &&str, b: &&str) -> std::cmp::Ordering {
+    match (kube_version(a), kube_version(b)) {
+        (Some(x), Some(y)) => y.cmp(&x),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => a.cmp(b),
+    }
+}
+
+/// The served groups (the core group first) in registration order, each
+/// with its versions, the preferred one first.
+fn groups_with_versions(snap: &Snapshot) -> Vec<(&'static str, Vec<&'static str>)> {
+    let mut out: Vec<(&'static str, Vec<&'static str>)> = Vec::new();
+    for (g, v) in snap.group_versions() {
+        match out.iter_mut().find(|(name, _)| *name == g) {
+            Some((_, versions)) => versions.push(v),
+            None => out.push((g, vec![v])),
+        }
+    }
+    for (_, versions) in &mut out {
+        versions.sort_by(by_version_priority);
+    }
+    out
+}
+
+fn groups(snap: &Snapshot) -> Vec<(&'static str, Vec<&'static str>)> {
+    groups_with_versions(snap)
         .into_iter()
         .filter(|(g, _)| !g.is_empty())
         .collect()
 }
 
-fn group_doc(group: &str, version: &str) -> Value {
-    let gv = json!({"groupVersion": format!("{group}/{version}"), "version": version});
-    json!({"name": group, "versions": [gv.clone()], "preferredVersion": gv})
+fn group_doc(group: &str, versions: &[&str]) -> Value {
+    let gvs: Vec<Value> = versions
+        .iter()
+        .map(|v| json!({"groupVersion": format!("{group}/{v}"), "version": v}))
+        .collect();
+    let preferred = gvs.first().cloned().unwrap_or(Value::Null);
+    json!({"name": group, "versions": gvs, "preferredVersion": preferred})
 }
 
 pub(crate) fn group_list(snap: &Snapshot) -> Value {
     let groups: Vec<Value> = groups(snap)
         .into_iter()
-        .map(|(g, v)| group_doc(g, v))
+        .map(|(g, v)| group_doc(g, &v))
         .collect();
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 }
@@ -61,7 +121,7 @@ pub(crate) fn group(snap: &Snapshot, name: &str) -> Option<Value> {
         .into_iter()
         .find(|(g, _)| *g == name)
         .map(|(g, v)| {
-            let mut doc = group_doc(g, v);
+            let mut doc = group_doc(g, &v);
             doc["kind"] = json!("APIGroup");
             doc["apiVersion"] = json!("v1");
             doc
@@ -190,21 +250,24 @@ fn resource_discovery(r: &ResourceDef) -> Value {
 /// at `/api` and `/apis`.
 pub(crate) fn aggregated(snap: &Snapshot, core: bool) -> Value {
     let mut items = Vec::new();
-    for (g, v) in snap.group_versions() {
+    for (g, versions) in groups_with_versions(snap) {
         if g.is_empty() != core {
             continue;
         }
-        let resources: Vec<Value> = served_in(snap, g, v)
-            .map(|r| resource_discovery(r))
+        let versions: Vec<Value> = versions
+            .iter()
+            .map(|v| {
+                let resources: Vec<Value> = served_in(snap, g, v)
+                    .map(|r| resource_discovery(r))
+                    .collect();
+                json!({"version": v, "resources": resources, "freshness": "Current"})
+            })
             .collect();
         let mut meta = json!({"creationTimestamp": null});
         if !g.is_empty() {
             meta["name"] = json!(g);
         }
-        items.push(json!({
-            "metadata": meta,
-            "versions": [{"version": v, "resources": resources, "freshness": "Current"}],
-        }));
+        items.push(json!({"metadata": meta, "versions": versions}));
     }
     json!({
         "kind": "APIGroupDiscoveryList",
@@ -214,28 +277,64 @@ pub(crate) fn aggregated(snap: &Snapshot, core: bool) -> Value {
     })
 }
 
-/// The OpenAPI v3 index: one entry per group-version.
-pub(crate) fn openapi_root(snap: &Snapshot) -> Value {
+/// An OpenAPI v3 document serialized once, with the hash that kubectl's
+/// cache keys it by.
+#[derive(Debug)]
+pub(crate) struct OpenApiDoc {
+    body: Vec<u8>,
+    etag: String,
+}
+
+impl OpenApiDoc {
+    pub(crate) fn body(&self) -> &[u8] {
+        &self.body
+    }
+
+    pub(crate) fn etag(&self) -> &str {
+        &self.etag
+    }
+}
+
+/// The OpenAPI v3 index: one entry per group-version, whose URL carries
+/// the hash of its document (kube-apiserver's, so kubectl refetches a
+/// document exactly when it changed): the custom resources' documents
+/// from `custom`, the built-in groups' minimal ones otherwise.
+pub(crate) fn openapi_root(
+    snap: &Snapshot,
+    custom: &BTreeMap<(String, String), GroupVersionDocument>,
+) -> Value {
     let mut paths = serde_json::Map::new();
     for (g, v) in snap.group_versions() {
+        if let Some(doc) = custom.get(&(g.to_string(), v.to_string())) {
+            let (key, entry) = doc.index_entry();
+            paths.insert(key, entry);
+            continue;
+        }
         let key = if g.is_empty() {
             format!("api/{v}")
         } else {
             format!("apis/{g}/{v}")
         };
-        paths.insert(
-            key.clone(),
-            json!({"serverRelativeURL": format!("/openapi/v3/{key}?hash=ctrlkit")}),
-        );
+        if let Some(doc) = openapi_group_version(snap, g, v) {
+            paths.insert(
+                key.clone(),
+                json!({"serverRelativeURL": format!("/openapi/v3/{key}?hash={}", doc.etag)}),
+            );
+        }
     }
     json!({"paths": paths})
 }
 
-/// A minimal OpenAPI v3 document for one group-version: only the
-/// operations (no schemas), each tagged with its group-version-kind and
-/// declaring the `fieldValidation` parameter, which is what kubectl checks
-/// to hand validation to the server instead of validating client-side.
-pub(crate) fn openapi_group_version(snap: &Snapshot, group: &str, version: &str) -> Option<Value> {
+/// A minimal OpenAPI v3 document for one group-version of built-in
+/// types: only the operations (no schemas), each tagged with its
+/// group-version-kind and declaring the `fieldValidation` parameter, which
+/// is what kubectl checks to hand validation to the server instead of
+/// validating client-side.
+pub(crate) fn openapi_group_version(
+    snap: &Snapshot,
+    group: &str,
+    version: &str,
+) -> Option<OpenApiDoc> {
     let defs: Vec<_> = served_in(snap, group, version).collect();
     if defs.is_empty() {
         return None;
@@ -276,10 +375,48 @@ pub(crate) fn openapi_group_version(snap: &Snapshot, group: &str, version: &str)
         paths.insert(collection, json!({"post": op("post"), "get": op("list")}));
         paths.insert(item, json!({"get": op("get"), "put": op("put"), "patch": op("patch"), "delete": op("delete")}));
     }
-    Some(json!({
+    let doc = json!({
         "openapi": "3.0.0",
         "info": {"title": "ctrlkit-testcluster", "version": format!("v{MAJOR}.{MINOR}.0")},
         "paths": paths,
         "components": {},
-    }))
+    });
+    let body = doc.to_string().into_bytes();
+    Some(OpenApiDoc {
+        etag: crate::crd::etag(&body),
+        body,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_sort_as_kube_apiserver_prefers_them() {
+        let mut v = vec![
+            "v1alpha1",
+            "foo",
+            "v1",
+            "v2beta1",
+            "v11alpha2",
+            "v2",
+            "v1beta1",
+            "bar",
+        ];
+        v.sort_by(by_version_priority);
+        assert_eq!(
+            v,
+            [
+                "v2",
+                "v1",
+                "v2beta1",
+                "v1beta1",
+                "v11alpha2",
+                "v1alpha1",
+                "bar",
+                "foo"
+            ]
+        );
+    }
 }

@@ -11,6 +11,10 @@ pub enum Error {
     /// The kube client for the cluster could not be built.
     #[error("building the kube client failed: {0}")]
     Client(#[source] kube::Error),
+    /// The certificates of a cluster serving HTTPS (with RBAC) could not
+    /// be made.
+    #[error("setting up TLS failed: {0}")]
+    Tls(#[from] crate::tls::TlsError),
     /// The built-in namespaces could not be created.
     #[error("bootstrapping the cluster state failed: {0}")]
     Bootstrap(String),
@@ -40,6 +44,18 @@ pub enum Error {
         document: usize,
         /// What is wrong.
         reason: String,
+    },
+    /// A CustomResourceDefinition was stored but is not established: its
+    /// names conflict with another definition's (`NamesAccepted` False).
+    #[error("CustomResourceDefinition {name} is not established: {reason}: {message}")]
+    NotEstablished {
+        /// The definition's name.
+        name: String,
+        /// The reason of the condition that keeps it from being served,
+        /// e.g. `KindConflict`.
+        reason: String,
+        /// Its message, e.g. `"CronTab" is already in use`.
+        message: String,
     },
     /// The cluster refused a document, as the API would have answered.
     #[error("document {document}: {code} {reason}: {message}")]

@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 use crate::json::At;
 use crate::printers;
 use crate::resources::{
-    KindHooks, Propagation, RegisterError, Registry, ResourceDef, ResourceId, ScalePaths,
+    KindHooks, Propagation, RegisterError, Registry, ResourceDef, ResourceId, Review, ScalePaths,
 };
 use crate::selectors::LabelSelector;
 use crate::status::ApiError;
@@ -728,9 +728,26 @@ impl KindHooks for Bindings {
     }
 }
 
+/// The ids of the built-in types the server treats specially.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Builtins {
+    /// `customresourcedefinitions`.
+    pub(crate) definitions: ResourceId,
+    /// `roles`, `clusterroles`, `rolebindings`, `clusterrolebindings`.
+    pub(crate) rbac: [ResourceId; 4],
+}
+
+/// A review type: create only, answered from the request.
+fn review(group: &str, plural: &str, kind: &str, which: Review) -> ResourceDef {
+    let mut def = ResourceDef::new(group, "v1", plural, "", kind, false);
+    def.verbs = &["create"];
+    def.review = Some(which);
+    def
+}
+
 /// Register every built-in kind; `namespaces` and `pods` get the ids
 /// [`NAMESPACES`] and [`PODS`].
-pub(crate) fn register_builtins(reg: &Registry) -> Result<(), RegisterError> {
+pub(crate) fn register_builtins(reg: &Registry) -> Result<Builtins, RegisterError> {
     use Propagation::Orphan;
     let all = &["all"];
     let scale = ScalePaths::builtin;
@@ -742,14 +759,16 @@ pub(crate) fn register_builtins(reg: &Registry) -> Result<(), RegisterError> {
     let batch =
         |plural, singular, kind| ResourceDef::new("batch", "v1", plural, singular, kind, true);
     let rbac = |plural, singular, kind, namespaced| {
-        ResourceDef::new(
+        let mut def = ResourceDef::new(
             "rbac.authorization.k8s.io",
             "v1",
             plural,
             singular,
             kind,
             namespaced,
-        )
+        );
+        def.path_segment_names = true;
+        def
     };
     let mut namespaces = core("namespaces", "namespace", "Namespace", false)
         .short_names(&["ns"])
@@ -878,6 +897,43 @@ pub(crate) fn register_builtins(reg: &Registry) -> Result<(), RegisterError> {
         )
         .with_hooks(Arc::new(Bindings)),
         leases,
+        ResourceDef::new(
+            crate::crd::CRD_GROUP,
+            "v1",
+            "customresourcedefinitions",
+            "customresourcedefinition",
+            crate::crd::CRD_KIND,
+            false,
+        )
+        .short_names(&["crd", "crds"])
+        .categories(&["api-extensions"])
+        .with_status()
+        .with_generation()
+        .with_hooks(Arc::new(crate::customresources::DefinitionHooks)),
+        review(
+            "authorization.k8s.io",
+            "selfsubjectaccessreviews",
+            "SelfSubjectAccessReview",
+            Review::SelfSubjectAccess,
+        ),
+        review(
+            "authorization.k8s.io",
+            "subjectaccessreviews",
+            "SubjectAccessReview",
+            Review::SubjectAccess,
+        ),
+        review(
+            "authentication.k8s.io",
+            "tokenreviews",
+            "TokenReview",
+            Review::Token,
+        ),
+        review(
+            "authentication.k8s.io",
+            "selfsubjectreviews",
+            "SelfSubjectReview",
+            Review::SelfSubject,
+        ),
     ];
     for def in defs {
         let columns = printers::columns_for(def.group, def.plural);
@@ -894,7 +950,26 @@ pub(crate) fn register_builtins(reg: &Registry) -> Result<(), RegisterError> {
     v1_events.conversion = Some(Arc::new(crate::events::EventsV1));
     v1_events.columns = printers::columns_for("events.k8s.io", "events");
     reg.register(v1_events, Some(core_events))?;
-    Ok(())
+    let snap = reg.snapshot();
+    let id = |group: &'static str, plural: &'static str| {
+        snap.lookup(group, "v1", plural)
+            .map(|d| d.id)
+            .ok_or(RegisterError::Duplicate {
+                group,
+                version: "v1",
+                plural,
+            })
+    };
+    let rbac = "rbac.authorization.k8s.io";
+    Ok(Builtins {
+        definitions: id(crate::crd::CRD_GROUP, "customresourcedefinitions")?,
+        rbac: [
+            id(rbac, "roles")?,
+            id(rbac, "clusterroles")?,
+            id(rbac, "rolebindings")?,
+            id(rbac, "clusterrolebindings")?,
+        ],
+    })
 }
 
 #[cfg(test)]

@@ -7,7 +7,10 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use crate::clock::{self, Clock};
+use crate::customresources::CustomResources;
 use crate::decode;
 use crate::kinds::{self, NAMESPACES, PODS};
 use crate::managed::{self, Scope};
@@ -16,7 +19,7 @@ use crate::quota::Quotas;
 use crate::resources::{Propagation, RegisterError, Registry, ResourceDef, ResourceId};
 use crate::semantics::{self, Part};
 use crate::status::ApiError;
-use crate::store::{FieldOwners, Key, Limits, Store, Stored, Write};
+use crate::store::{FieldOwners, Key, Limits, Refused, Store, Stored, Write};
 use crate::templates::{Probe, Template, Templates};
 
 /// Who writes and whether the write is only simulated (`dryRun=All`).
@@ -89,6 +92,14 @@ pub(crate) struct Api {
     managed_fields: bool,
     /// Flipped to `true` when the cluster stops; open watches end.
     closed: tokio::sync::watch::Sender<bool>,
+    /// The custom resources served from stored definitions.
+    pub(crate) crds: CustomResources,
+    /// The tables of Roles, ClusterRoles, RoleBindings and
+    /// ClusterRoleBindings.
+    rbac_tables: [ResourceId; 4],
+    /// Bumped by every write to an RBAC table, so that an authorizer's
+    /// cached policy knows it is stale.
+    rbac_epoch: AtomicU64,
 }
 
 fn name_of(v: &Value) -> &str {
@@ -156,6 +167,37 @@ fn finalizers(obj: &Value) -> Vec<String> {
         .collect()
 }
 
+/// The checks and normalization of a written object as it is decoded:
+/// its kind and shape, then the type's decode hook (a custom resource's
+/// schema defaults and pruning).
+fn decode_body(def: &ResourceDef, body: &mut Value) -> Result<(), ApiError> {
+    semantics::check_body(def, body)?;
+    if let Some(hooks) = &def.hooks {
+        hooks.decode(def, body);
+    }
+    Ok(())
+}
+
+/// The type's own update rules, after the generic ones.
+fn prepare_update_hook(def: &ResourceDef, old: &Value, new: &mut Value) -> Result<(), ApiError> {
+    match &def.hooks {
+        Some(hooks) => hooks.prepare_update(def, old, new),
+        None => Ok(()),
+    }
+}
+
+/// Objects of a type with a storage version are stored at it.
+fn store_at_storage_version(def: &ResourceDef, obj: &mut Value) {
+    if def.storage_version.is_some()
+        && let Some(m) = obj.as_object_mut()
+    {
+        m.insert(
+            "apiVersion".into(),
+            Value::String(def.stored_api_version().into()),
+        );
+    }
+}
+
 /// Remove `finalizer` from the object's finalizers.
 pub(crate) fn without_finalizer(obj: &mut Value, finalizer: &str) {
     if let Some(list) = obj
@@ -179,7 +221,7 @@ impl Api {
         managed_fields: bool,
     ) -> Result<Self, RegisterError> {
         let registry = Registry::new();
-        kinds::register_builtins(&registry)?;
+        let builtins = kinds::register_builtins(&registry)?;
         Ok(Api {
             store: Store::new(limits),
             registry,
@@ -188,7 +230,61 @@ impl Api {
             clock,
             managed_fields,
             closed: tokio::sync::watch::channel(false).0,
+            crds: CustomResources::new(builtins.definitions),
+            rbac_tables: builtins.rbac,
+            rbac_epoch: AtomicU64::new(0),
         })
+    }
+
+    /// Changes with every write to a Role, ClusterRole, RoleBinding or
+    /// ClusterRoleBinding.
+    pub(crate) fn rbac_epoch(&self) -> u64 {
+        self.rbac_epoch.load(Ordering::Acquire)
+    }
+
+    /// The tables of Roles, ClusterRoles, RoleBindings and
+    /// ClusterRoleBindings, in that order.
+    pub(crate) fn rbac_tables(&self) -> [ResourceId; 4] {
+        self.rbac_tables
+    }
+
+    /// Commit a write, then let what depends on it follow within the same
+    /// request: RBAC policy caches go stale, a written definition is
+    /// served (or withdrawn), a definition being deleted learns that one
+    /// of its objects is gone.
+    fn commit(
+        &self,
+        resource: ResourceId,
+        key: &Key,
+        expected: Option<u64>,
+        write: Write,
+    ) -> Result<Arc<Stored>, Refused> {
+        let removed = matches!(write, Write::Delete(_));
+        let stored = self.store.commit(resource, key, expected, write)?;
+        if self.rbac_tables.contains(&resource) {
+            self.rbac_epoch.fetch_add(1, Ordering::Release);
+        }
+        if resource == self.crds.definitions() {
+            self.crds.changed(self, &key.1);
+        } else if removed {
+            self.crds.instance_removed(self, resource);
+        }
+        Ok(stored)
+    }
+
+    /// kube-apiserver's 405 for creates of a custom resource whose
+    /// definition is being deleted.
+    fn check_creates_allowed(&self, def: &ResourceDef) -> Result<(), ApiError> {
+        if self.crds.refuses_creates(def.storage) {
+            let mut err = ApiError::new(
+                405,
+                "MethodNotAllowed",
+                "create not allowed while custom resource definition is terminating",
+            );
+            err.details = Some(Box::new(json!({"group": def.group, "kind": def.plural})));
+            return Err(err);
+        }
+        Ok(())
     }
 
     /// The type with this id; every id the store holds was registered.
@@ -205,7 +301,9 @@ impl Api {
     /// The type whose table holds `def`'s objects (`def` itself unless
     /// it is a view of another type).
     fn storage_of(&self, def: &Arc<ResourceDef>) -> Result<Arc<ResourceDef>, ApiError> {
-        if def.storage == def.id {
+        // Versions of one custom resource share a table but keep their own
+        // rules: only a conversion serves another type's objects.
+        if def.storage == def.id || def.conversion.is_none() {
             Ok(def.clone())
         } else {
             self.def(def.storage)
@@ -324,7 +422,10 @@ impl Api {
         if explicit.is_none() && generate.is_none() {
             return None;
         }
-        if let Err(e) = self.ensure_namespace(def, namespace) {
+        if let Err(e) = self
+            .ensure_namespace(def, namespace)
+            .and_then(|()| self.check_creates_allowed(def))
+        {
             return Some(Err(e));
         }
         let attempts = if explicit.is_some() { 1 } else { 8 };
@@ -343,7 +444,7 @@ impl Api {
             };
             let uid = semantics::random_uid();
             let write = template.write(&name, &uid, &self.now_text());
-            match self.store.commit(def.storage, &key, None, write) {
+            match self.commit(def.storage, &key, None, write) {
                 Ok(stored) => return Some(Ok(stored)),
                 Err(e) if !e.is_stale() => return Some(Err(e.into())),
                 Err(_) if explicit.is_none() => continue,
@@ -370,7 +471,7 @@ impl Api {
     ) -> Result<Arc<Stored>, ApiError> {
         let def = &self.storage_of(view)?;
         let mut body = view.to_stored(body);
-        semantics::check_body(def, &mut body)?;
+        decode_body(def, &mut body)?;
         if def.namespaced
             && let Some(ns) = body.at(&["metadata", "namespace"]).and_then(Value::as_str)
             && !ns.is_empty()
@@ -381,6 +482,7 @@ impl Api {
             ));
         }
         self.ensure_namespace(def, namespace)?;
+        self.check_creates_allowed(def)?;
         let generate = body
             .at(&["metadata", "generateName"])
             .and_then(Value::as_str)
@@ -424,6 +526,7 @@ impl Api {
                     &created_at,
                 );
             }
+            store_at_storage_version(def, &mut obj);
             let name = name_of(&obj).to_string();
             let key = Self::key(def, namespace, &name);
             let _admitted = self.quotas.admit(self, def, namespace, &name)?;
@@ -444,7 +547,7 @@ impl Api {
                 }
                 None => Write::Put(obj, Arc::new(FieldOwners::new())),
             };
-            match self.store.commit(def.storage, &key, None, write) {
+            match self.commit(def.storage, &key, None, write) {
                 Ok(stored) => return Ok(stored),
                 Err(e) if !e.is_stale() => return Err(e.into()),
                 Err(_) if !explicit => continue,
@@ -478,6 +581,7 @@ impl Api {
                 .ok_or_else(|| not_found(def, &key.1))?;
             let cur_value = cur.value();
             let (mut new, owners) = f(&cur, &cur_value)?;
+            store_at_storage_version(def, &mut new);
             let cur_rv = cur.rv.to_string();
             match new
                 .at(&["metadata", "resourceVersion"])
@@ -523,7 +627,7 @@ impl Api {
             } else {
                 Write::Put(new, Arc::new(owners))
             };
-            match self.store.commit(def.storage, key, Some(cur.rv), write) {
+            match self.commit(def.storage, key, Some(cur.rv), write) {
                 Ok(stored) => return Ok(stored),
                 Err(e) if !e.is_stale() => return Err(e.into()),
                 Err(_) => {}
@@ -554,7 +658,7 @@ impl Api {
             body
         } else {
             let mut body = view.to_stored(body);
-            semantics::check_body(def, &mut body)?;
+            decode_body(def, &mut body)?;
             body
         };
         let body_name = name_of(&body);
@@ -581,6 +685,7 @@ impl Api {
                 _ => body.clone(),
             };
             semantics::prepare_update(def, cur, &mut new, part)?;
+            prepare_update_hook(def, cur, &mut new)?;
             semantics::validate(def, &new)?;
             Ok((new, None))
         })
@@ -699,11 +804,13 @@ impl Api {
                 }
                 _ => {
                     let mut doc = view.to_stored(doc);
-                    semantics::check_patched(def, &mut doc)?;
+                    decode_body(def, &mut doc)
+                        .map_err(|e| semantics::patched_invalid(def, &doc, e))?;
                     doc
                 }
             };
             semantics::prepare_update(def, cur, &mut new, part)?;
+            prepare_update_hook(def, cur, &mut new)?;
             semantics::validate(def, &new)?;
             Ok((new, owners))
         })
@@ -872,6 +979,9 @@ impl Api {
                         list.push(Value::String(f.into()));
                     }
                 }
+                if let Some(hooks) = &def.hooks {
+                    hooks.begin_delete(def, &mut obj, &self.now_text());
+                }
             }
             let meta = semantics::meta_mut(&mut obj);
             meta.insert(
@@ -897,7 +1007,7 @@ impl Api {
             } else {
                 Write::Put(obj, cur.owners.clone())
             };
-            match self.store.commit(resource, &key, Some(cur.rv), write) {
+            match self.commit(resource, &key, Some(cur.rv), write) {
                 Ok(stored) => {
                     return Ok(if gone {
                         Deleted::Gone(stored)
@@ -915,7 +1025,6 @@ impl Api {
     pub(crate) fn remove(&self, resource: ResourceId, key: &Key) {
         while let Some(cur) = self.store.get(resource, key) {
             if self
-                .store
                 .commit(resource, key, Some(cur.rv), Write::Delete(cur.value()))
                 .is_ok()
             {
@@ -941,6 +1050,23 @@ impl Api {
             f(&mut v);
             Ok((v, None))
         })
+    }
+
+    /// Store kube-apiserver's bootstrap RBAC policy (see
+    /// [`crate::rbac::bootstrap_policy`]), as a cluster that enforces RBAC
+    /// has it from the start.
+    pub(crate) fn bootstrap_rbac(&self) -> Result<(), ApiError> {
+        let ctx = WriteCtx::new("kube-apiserver", false);
+        let snap = self.registry.snapshot();
+        for object in crate::rbac::bootstrap_policy() {
+            let kind = object.get("kind").and_then(Value::as_str).unwrap_or("");
+            let def = snap
+                .by_kind("rbac.authorization.k8s.io/v1", kind)
+                .cloned()
+                .ok_or_else(ApiError::not_found_path)?;
+            self.create(&def, "", object, ctx)?;
+        }
+        Ok(())
     }
 
     /// Create the namespaces every cluster has.

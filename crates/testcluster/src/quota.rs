@@ -194,7 +194,7 @@ impl Quotas {
             for key in hard.keys() {
                 let n = snap
                     .served()
-                    .filter(|d| d.storage == d.id)
+                    .filter(|d| d.conversion.is_none())
                     .find(|d| counted_names(d).contains(key))
                     .map_or(0, |d| count(api, d, namespace));
                 used.insert(key.clone(), json!(n.to_string()));

@@ -12,11 +12,13 @@ use std::collections::HashSet;
 use std::fmt;
 use std::sync::{Arc, LazyLock};
 
+use bytes::Bytes;
 use foldhash::HashMap;
 use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
 
 use crate::status::ApiError;
+use crate::store::Stored;
 
 /// A resource type's index in the registry and in the store's tables.
 pub(crate) type ResourceId = usize;
@@ -87,13 +89,72 @@ impl fmt::Debug for Column {
 /// Kind-specific behaviour on writes: defaulting and validation beyond
 /// the generic metadata rules.
 pub(crate) trait KindHooks: Send + Sync {
+    /// Normalize a written object as it is decoded, before anything else
+    /// looks at it (create, update, patch): a custom resource's schema
+    /// defaults and pruning, which kube-apiserver applies while decoding.
+    fn decode(&self, _def: &ResourceDef, _obj: &mut Value) {}
     /// Fill in defaults on create (after the server-owned metadata).
     fn default_create(&self, _def: &ResourceDef, _obj: &mut Value) {}
+    /// Kind-specific update rules after the generic ones (the stored
+    /// `old`, the written `new`): custom resources bump `generation` on
+    /// any change outside `metadata`, definitions check immutable fields.
+    fn prepare_update(
+        &self,
+        _def: &ResourceDef,
+        _old: &Value,
+        _new: &mut Value,
+    ) -> Result<(), ApiError> {
+        Ok(())
+    }
     /// Check the object after defaulting, on create and on update; the
     /// error is usually a 422 Invalid naming the field.
     fn validate(&self, _def: &ResourceDef, _obj: &Value) -> Result<(), ApiError> {
         Ok(())
     }
+    /// The first delete of an object (before its deletion timestamp is
+    /// set): a definition gets its cleanup finalizer and `Terminating`
+    /// condition.
+    fn begin_delete(&self, _def: &ResourceDef, _obj: &mut Value, _now: &str) {}
+    /// Complete a stored object as it is read (served), as kube-apiserver
+    /// applies a custom resource's schema defaults when it reads from
+    /// storage. Called only for types with [`ResourceDef::defaults_on_read`].
+    fn read(&self, _def: &ResourceDef, _obj: &mut Value) {}
+}
+
+/// The `apiVersion` a type's objects are stored with, when it differs
+/// from the served one or may change: one per custom resource with
+/// several versions, shared by the types of all its versions and updated
+/// when the definition's storage version changes.
+#[derive(Debug)]
+pub(crate) struct StorageVersion(parking_lot::RwLock<&'static str>);
+
+impl StorageVersion {
+    pub(crate) fn new(api_version: &str) -> StorageVersion {
+        StorageVersion(parking_lot::RwLock::new(intern(api_version)))
+    }
+
+    /// The current storage `apiVersion`.
+    pub(crate) fn get(&self) -> &'static str {
+        *self.0.read()
+    }
+
+    pub(crate) fn set(&self, api_version: &str) {
+        *self.0.write() = intern(api_version);
+    }
+}
+
+/// A create-only resource that is not stored: the answer is computed
+/// from the request (kube-apiserver's review APIs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Review {
+    /// `authorization.k8s.io/v1` `SelfSubjectAccessReview`.
+    SelfSubjectAccess,
+    /// `authorization.k8s.io/v1` `SubjectAccessReview`.
+    SubjectAccess,
+    /// `authentication.k8s.io/v1` `TokenReview`.
+    Token,
+    /// `authentication.k8s.io/v1` `SelfSubjectReview` (`kubectl auth whoami`).
+    SelfSubject,
 }
 
 /// A resource served from another resource's table in another form, as
@@ -149,6 +210,21 @@ pub(crate) struct ResourceDef {
     pub(crate) hooks: Option<Arc<dyn KindHooks>>,
     /// Set for a type served from another type's table.
     pub(crate) conversion: Option<Arc<dyn Conversion>>,
+    /// Set when the objects are stored at an `apiVersion` other than
+    /// this type's (a custom resource version that is not, or was not
+    /// always, the storage version): reads rewrite `apiVersion`, writes
+    /// store at this version. `None`: stored as served.
+    pub(crate) storage_version: Option<Arc<StorageVersion>>,
+    /// Whether reads complete objects with [`KindHooks::read`].
+    pub(crate) defaults_on_read: bool,
+    /// Whether strategic merge patches are accepted (built-in kinds);
+    /// custom resources answer them 415 as kube-apiserver does.
+    pub(crate) strategic_merge: bool,
+    /// Set for a review resource (create only, nothing stored).
+    pub(crate) review: Option<Review>,
+    /// Whether names are path segments (RBAC kinds, `system:masters`)
+    /// rather than DNS subdomains.
+    pub(crate) path_segment_names: bool,
 }
 
 impl fmt::Debug for ResourceDef {
@@ -228,6 +304,11 @@ impl ResourceDef {
             columns: Vec::new(),
             hooks: None,
             conversion: None,
+            storage_version: None,
+            defaults_on_read: false,
+            strategic_merge: true,
+            review: None,
+            path_segment_names: false,
         }
     }
 
@@ -303,11 +384,61 @@ impl ResourceDef {
         }
     }
 
+    /// Whether objects are served in another form than stored (a
+    /// conversion, another `apiVersion`, defaults added on read), so that
+    /// stored bytes cannot always be sent as they are.
+    pub(crate) fn has_view(&self) -> bool {
+        self.conversion.is_some() || self.storage_version.is_some() || self.defaults_on_read
+    }
+
     /// The stored object as this type serves it.
     pub(crate) fn to_view(&self, stored: Value) -> Value {
-        match &self.conversion {
+        let mut view = match &self.conversion {
             Some(c) => c.to_view(stored),
             None => stored,
+        };
+        if self.storage_version.is_some()
+            && let Some(m) = view.as_object_mut()
+            && m.get("apiVersion").and_then(Value::as_str) != Some(self.api_version)
+        {
+            m.insert("apiVersion".into(), Value::String(self.api_version.into()));
+        }
+        if self.defaults_on_read
+            && let Some(hooks) = &self.hooks
+        {
+            hooks.read(self, &mut view);
+        }
+        view
+    }
+
+    /// The stored object's JSON as this type serves it: the stored bytes
+    /// themselves unless the type has a view that changes them.
+    pub(crate) fn served_json(&self, stored: &Stored) -> Bytes {
+        if !self.has_view()
+            || (self.conversion.is_none()
+                && !self.defaults_on_read
+                && self.stored_as_served(&stored.json))
+        {
+            return stored.json.clone();
+        }
+        Bytes::from(self.to_view(stored.value()).to_string())
+    }
+
+    /// Whether JSON stored for this type already carries this type's
+    /// `apiVersion`. Stored objects are serialized from maps whose keys
+    /// are sorted, so `apiVersion` comes first.
+    fn stored_as_served(&self, json: &[u8]) -> bool {
+        let prefix = b"{\"apiVersion\":\"";
+        json.strip_prefix(prefix.as_slice())
+            .and_then(|rest| rest.strip_prefix(self.api_version.as_bytes()))
+            .is_some_and(|rest| rest.first() == Some(&b'"'))
+    }
+
+    /// The `apiVersion` objects of this type are stored with.
+    pub(crate) fn stored_api_version(&self) -> &'static str {
+        match &self.storage_version {
+            Some(v) => v.get(),
+            None => self.api_version,
         }
     }
 
@@ -426,65 +557,81 @@ impl Registry {
     }
 
     /// Serve `def` from now on; with `shares_storage_with`, from that
-    /// type's table through `def.conversion`. Returns the registered type
-    /// (its `id` and `storage` set).
+    /// type's table (through `def.conversion`, or as another version of
+    /// the same objects). Returns the registered type (its `id` and
+    /// `storage` set).
     pub(crate) fn register(
         &self,
-        mut def: ResourceDef,
+        def: ResourceDef,
         shares_storage_with: Option<ResourceId>,
     ) -> Result<Arc<ResourceDef>, RegisterError> {
+        let mut added = self.replace(&[], vec![(def, shares_storage_with)])?;
+        added.pop().ok_or(RegisterError::NoSuchStorage(0))
+    }
+
+    /// Stop serving the type `id` (its objects stay in the store until
+    /// removed). Unknown ids are ignored.
+    #[cfg(test)]
+    pub(crate) fn unregister(&self, id: ResourceId) {
+        let _ = self.replace(&[id], Vec::new());
+    }
+
+    /// In one step, stop serving the types `remove` and serve `add`
+    /// (each as [`register`](Self::register) would): readers see either
+    /// the old types or the new ones, never a moment without either (a
+    /// custom resource definition's update swaps its types this way).
+    /// Nothing changes on an error.
+    pub(crate) fn replace(
+        &self,
+        remove: &[ResourceId],
+        add: Vec<(ResourceDef, Option<ResourceId>)>,
+    ) -> Result<Vec<Arc<ResourceDef>>, RegisterError> {
         let _writer = self.writer.lock();
         let cur = self.snapshot();
-        if cur.lookup(def.group, def.version, def.plural).is_some() {
-            return Err(RegisterError::Duplicate {
-                group: def.group,
-                version: def.version,
-                plural: def.plural,
-            });
-        }
-        let id = cur.defs.len();
-        def.id = id;
-        def.storage = match shares_storage_with {
-            Some(s) => cur.def(s).ok_or(RegisterError::NoSuchStorage(s))?.storage,
-            None => id,
-        };
-        let def = Arc::new(def);
-        let mut by_plural = cur.by_plural.clone();
-        by_plural.entry(def.plural).or_default().push(id);
         let mut defs = cur.defs.clone();
-        defs.push(def.clone());
         let mut served = cur.served.clone();
-        served.push(true);
+        let mut by_plural = cur.by_plural.clone();
+        for &id in remove {
+            let Some(def) = defs.get(id) else { continue };
+            if let Some(ids) = by_plural.get_mut(def.plural) {
+                ids.retain(|i| *i != id);
+                if ids.is_empty() {
+                    by_plural.remove(def.plural);
+                }
+            }
+            served[id] = false;
+        }
+        let mut added = Vec::with_capacity(add.len());
+        for (mut def, shares_storage_with) in add {
+            let taken = by_plural.get(def.plural).is_some_and(|ids| {
+                ids.iter()
+                    .any(|i| defs[*i].group == def.group && defs[*i].version == def.version)
+            });
+            if taken {
+                return Err(RegisterError::Duplicate {
+                    group: def.group,
+                    version: def.version,
+                    plural: def.plural,
+                });
+            }
+            let id = defs.len();
+            def.id = id;
+            def.storage = match shares_storage_with {
+                Some(s) => defs.get(s).ok_or(RegisterError::NoSuchStorage(s))?.storage,
+                None => id,
+            };
+            let def = Arc::new(def);
+            by_plural.entry(def.plural).or_default().push(id);
+            defs.push(def.clone());
+            served.push(true);
+            added.push(def);
+        }
         *self.current.write() = Arc::new(Snapshot {
             defs,
             served,
             by_plural,
         });
-        Ok(def)
-    }
-
-    /// Stop serving the type `id` (its objects stay in the store until
-    /// removed). Unknown ids are ignored. Deleting a custom resource
-    /// definition will call this.
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) fn unregister(&self, id: ResourceId) {
-        let _writer = self.writer.lock();
-        let cur = self.snapshot();
-        let Some(def) = cur.def(id) else { return };
-        let mut by_plural = cur.by_plural.clone();
-        if let Some(ids) = by_plural.get_mut(def.plural) {
-            ids.retain(|i| *i != id);
-            if ids.is_empty() {
-                by_plural.remove(def.plural);
-            }
-        }
-        let mut served = cur.served.clone();
-        served[id] = false;
-        *self.current.write() = Arc::new(Snapshot {
-            defs: cur.defs.clone(),
-            served,
-            by_plural,
-        });
+        Ok(added)
     }
 }
 

@@ -2,9 +2,10 @@
 
 use serde_json::Value;
 
+use crate::crd::field::{BadValue, FieldError, aggregate_message};
+use crate::crd::names;
 use crate::status::ApiError;
 use crate::store::Stored;
-use crate::validation::{self, aggregate, invalid_value};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Op {
@@ -225,26 +226,26 @@ impl<'a> Parser<'a> {
             for (i, v) in values.iter().enumerate() {
                 match v.parse::<i64>() {
                     Ok(n) => number = Some(n),
-                    Err(_) => errs.push(invalid_value(
-                        &format!("values[{i}]"),
-                        v,
+                    Err(_) => errs.push(FieldError::invalid(
+                        format!("values[{i}]"),
+                        BadValue::str(v.as_str()),
                         "for 'Gt', 'Lt' operators, the value must be an integer",
                     )),
                 }
             }
         }
         for (i, v) in values.iter().enumerate() {
-            let problems = validation::label_value(v);
+            let problems = names::label_value(v);
             if !problems.is_empty() {
-                errs.push(invalid_value(
-                    &format!("values[{i}][{key}]"),
-                    v,
-                    &problems.join("; "),
+                errs.push(FieldError::invalid(
+                    format!("values[{i}][{key}]"),
+                    BadValue::str(v.as_str()),
+                    problems.join("; "),
                 ));
             }
         }
-        if !errs.is_empty() {
-            return Err(aggregate(&errs));
+        if let Some(message) = aggregate_message(&errs) {
+            return Err(message);
         }
         let op = match (tok, number) {
             (Token::In, _) => Op::In(values),
@@ -267,9 +268,11 @@ impl<'a> Parser<'a> {
         if tok != Token::Identifier {
             return Err(format!("found '{lit}', expected: identifier"));
         }
-        let problems = validation::qualified_name(lit);
+        let problems = names::qualified_name(lit);
         if !problems.is_empty() {
-            return Err(invalid_value("<nil>", lit, &problems.join("; ")));
+            return Err(
+                FieldError::invalid("<nil>", BadValue::str(lit), problems.join("; ")).to_string(),
+            );
         }
         let (next, _) = self.lookahead(Context::Values);
         let op = if negated {

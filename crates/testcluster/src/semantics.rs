@@ -3,10 +3,11 @@
 use crate::json::At;
 use serde_json::{Map, Value, json};
 
+use crate::crd::field::{BadValue, FieldError, aggregate_message};
+use crate::crd::names;
 use crate::kinds::{self, NAMESPACES, PODS};
 use crate::resources::{ResourceDef, ScalePaths};
 use crate::status::ApiError;
-use crate::validation;
 
 /// A random (version 4) UUID, from the thread-local generator rather than
 /// a system call per object.
@@ -32,13 +33,13 @@ pub(crate) fn random_suffix() -> String {
 /// DNS-1123 label: lower-case alphanumerics and '-', starting and ending
 /// alphanumeric, at most 63 characters.
 pub(crate) fn is_dns_label(s: &str) -> bool {
-    validation::dns1123_label(s).is_empty()
+    names::dns1123_label(s).is_empty()
 }
 
 /// DNS-1123 subdomain: dot-separated labels, at most 253 characters in
 /// all. As in kube-apiserver, a part may be longer than 63.
 pub(crate) fn is_dns_subdomain(s: &str) -> bool {
-    validation::dns1123_subdomain(s).is_empty()
+    names::dns1123_subdomain(s).is_empty()
 }
 
 /// What is wrong with `name` as the name of an object of `def`, by the
@@ -46,42 +47,54 @@ pub(crate) fn is_dns_subdomain(s: &str) -> bool {
 /// labels, services DNS-1035 labels, everything else DNS-1123 subdomains.
 fn name_problems(def: &ResourceDef, name: &str) -> Vec<String> {
     if def.id == NAMESPACES {
-        validation::dns1123_label(name)
+        names::dns1123_label(name)
     } else if def.group.is_empty() && def.plural == "services" {
-        validation::dns1035_label(name)
+        names::dns1035_label(name)
+    } else if def.path_segment_names {
+        // RBAC objects (`system:discovery`): `ValidatePathSegmentName`.
+        names::path_segment_name(name)
     } else {
-        validation::dns1123_subdomain(name)
+        names::dns1123_subdomain(name)
     }
 }
+
+/// `TotalAnnotationSizeLimitB`: the most bytes all of an object's
+/// annotations (keys and values) may take.
+const ANNOTATIONS_MAX_BYTES: usize = 256 * 1024;
 
 /// `ValidateLabels` and `ValidateAnnotations`: keys are qualified names,
 /// label values valid label values, and the annotations together at most
 /// 256 KiB.
-fn metadata_problems(meta: &Value) -> Vec<String> {
+fn metadata_problems(meta: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if let Some(labels) = meta.get("labels").and_then(Value::as_object) {
         for (k, v) in labels {
-            for m in validation::qualified_name(k) {
-                errs.push(validation::invalid_value("metadata.labels", k, &m));
+            for m in names::qualified_name(k) {
+                errs.push(FieldError::invalid("metadata.labels", BadValue::str(k), m));
             }
             let v = v.as_str().unwrap_or("");
-            for m in validation::label_value(v) {
-                errs.push(validation::invalid_value("metadata.labels", v, &m));
+            for m in names::label_value(v) {
+                errs.push(FieldError::invalid("metadata.labels", BadValue::str(v), m));
             }
         }
     }
     if let Some(annotations) = meta.get("annotations").and_then(Value::as_object) {
         let mut total = 0usize;
         for (k, v) in annotations {
-            for m in validation::qualified_name(&k.to_ascii_lowercase()) {
-                errs.push(validation::invalid_value("metadata.annotations", k, &m));
+            for m in names::qualified_name(&k.to_ascii_lowercase()) {
+                errs.push(FieldError::invalid(
+                    "metadata.annotations",
+                    BadValue::str(k),
+                    m,
+                ));
             }
             total += k.len() + v.as_str().map_or(0, str::len);
         }
-        if total > validation::ANNOTATIONS_MAX_BYTES {
-            errs.push(format!(
-                "metadata.annotations: Too long: must have at most {} bytes",
-                validation::ANNOTATIONS_MAX_BYTES
+        if total > ANNOTATIONS_MAX_BYTES {
+            errs.push(FieldError::too_long(
+                "metadata.annotations",
+                BadValue::Omitted,
+                ANNOTATIONS_MAX_BYTES as i64,
             ));
         }
     }
@@ -297,20 +310,18 @@ pub(crate) fn check_body(def: &ResourceDef, obj: &mut Value) -> Result<(), ApiEr
     Ok(())
 }
 
-/// [`check_body`] for a patched object: kube-apiserver answers a patch
-/// whose result does not decode with `422 Invalid` on the field `patch`.
-pub(crate) fn check_patched(def: &ResourceDef, obj: &mut Value) -> Result<(), ApiError> {
-    check_body(def, obj).map_err(|e| {
-        let name = obj
-            .at(&["metadata", "name"])
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        ApiError::invalid(
-            def.kind,
-            name,
-            format!("patch: Invalid value: {}", e.message),
-        )
-    })
+/// The error for a patched object that does not decode: kube-apiserver
+/// answers it with `422 Invalid` on the field `patch`.
+pub(crate) fn patched_invalid(def: &ResourceDef, obj: &Value, e: ApiError) -> ApiError {
+    let name = obj
+        .at(&["metadata", "name"])
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    ApiError::invalid(
+        def.kind,
+        name,
+        format!("patch: Invalid value: {}", e.message),
+    )
 }
 
 /// Defaulting on create, plus the fields the server owns.
@@ -370,19 +381,15 @@ pub(crate) fn validate(def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
             "Required value: name or generateName is required",
         ));
     }
-    let mut errs: Vec<String> = name_problems(def, name)
-        .iter()
-        .map(|m| validation::invalid_value("metadata.name", name, m))
+    let mut errs: Vec<FieldError> = name_problems(def, name)
+        .into_iter()
+        .map(|m| FieldError::invalid("metadata.name", BadValue::str(name), m))
         .collect();
     if let Some(meta) = obj.get("metadata") {
         errs.extend(metadata_problems(meta));
     }
-    if !errs.is_empty() {
-        return Err(ApiError::invalid(
-            def.kind,
-            name,
-            validation::aggregate(&errs),
-        ));
+    if let Some(message) = aggregate_message(&errs) {
+        return Err(ApiError::invalid(def.kind, name, message));
     }
     match &def.hooks {
         Some(hooks) => hooks.validate(def, obj),

@@ -12,7 +12,7 @@ use futures::StreamExt;
 use http::{HeaderMap, HeaderValue, Method, Response, StatusCode, header};
 use serde_json::{Value, json};
 
-use crate::authz::{Attributes, Authorization};
+use crate::authz::Authorization;
 use crate::decode::{self, Decoders};
 use crate::discovery;
 use crate::faults::{FaultInjector, RequestInfo};
@@ -20,7 +20,8 @@ use crate::kinds::PODS;
 use crate::ops::{Api, DeleteOpts, Deleted, WriteCtx};
 use crate::patch::PatchKind;
 use crate::query::{self, ListOptions, Params};
-use crate::resources::{ResourceDef, Snapshot};
+use crate::rbac::{self, UserInfo};
+use crate::resources::{ResourceDef, Review, Snapshot};
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::semantics::{self, Part};
 use crate::stats::{Counters, Slot};
@@ -100,7 +101,7 @@ pub(crate) struct Server {
     pub(crate) stats: Arc<Counters>,
     /// Request body decoders beyond JSON and YAML.
     pub(crate) decoders: Decoders,
-    /// The authorizer, if one is plugged in.
+    /// Authentication and authorization (enforced when RBAC is on).
     pub(crate) authz: Authorization,
 }
 
@@ -120,18 +121,7 @@ fn value_response(code: StatusCode, v: &Value) -> Response<Body> {
 
 /// A stored object as `def` serves it.
 fn stored_response(def: &ResourceDef, code: StatusCode, s: &Stored) -> Response<Body> {
-    if def.conversion.is_some() {
-        return value_response(code, &def.to_view(s.value()));
-    }
-    json_response(code, s.json.clone())
-}
-
-/// The stored object's JSON as `def` serves it.
-fn served_json(def: &ResourceDef, s: &Stored) -> Bytes {
-    if def.conversion.is_some() {
-        return Bytes::from(def.to_view(s.value()).to_string());
-    }
-    s.json.clone()
+    json_response(code, def.served_json(s))
 }
 
 /// kube-apiserver's answer to a path no handler serves: an unknown
@@ -233,6 +223,21 @@ fn discovery_response(
 /// Answer one request; `slot` learns its verb and resource.
 async fn route(server: &Arc<Server>, req: Request, slot: &mut Slot) -> Response<Body> {
     let path = req.uri().path().to_string();
+    // Authentication and authorization come first, as kube-apiserver's
+    // filters: unknown tokens are 401, denied requests 403.
+    let authorization = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    let user = match server.authz.check(
+        req.method().as_str(),
+        &path,
+        req.uri().query().unwrap_or(""),
+        authorization,
+    ) {
+        Ok(user) => user,
+        Err(e) => return e.into_response(),
+    };
     let segments: Vec<&str> = path
         .trim_matches('/')
         .split('/')
@@ -273,17 +278,22 @@ async fn route(server: &Arc<Server>, req: Request, slot: &mut Slot) -> Response<
             };
         }
         ["openapi", "v3"] => {
-            return value_response(StatusCode::OK, &discovery::openapi_root(&snap));
+            let custom = server.api.crds.openapi();
+            return value_response(StatusCode::OK, &discovery::openapi_root(&snap, &custom));
         }
         ["openapi", "v3", "api", v] => {
             return match discovery::openapi_group_version(&snap, "", v) {
-                Some(doc) => value_response(StatusCode::OK, &doc),
+                Some(doc) => openapi_response(doc.body(), doc.etag()),
                 None => not_found_path(),
             };
         }
         ["openapi", "v3", "apis", g, v] => {
+            let custom = server.api.crds.openapi();
+            if let Some(doc) = custom.get(&(g.to_string(), v.to_string())) {
+                return openapi_response(doc.body(), doc.etag());
+            }
             return match discovery::openapi_group_version(&snap, g, v) {
-                Some(doc) => value_response(StatusCode::OK, &doc),
+                Some(doc) => openapi_response(doc.body(), doc.etag()),
                 None => not_found_path(),
             };
         }
@@ -331,6 +341,9 @@ async fn route(server: &Arc<Server>, req: Request, slot: &mut Slot) -> Response<
         }
         _ => None,
     };
+    // A verb the resource does not take (a list of reviews, a
+    // deletecollection of namespaces) is 405, as on kube-apiserver.
+    let verb = verb.filter(|v| target.sub.is_some() || def.verbs.contains(v));
     let Some(verb) = verb else {
         slot.set(def.id, def.plural, target.sub, "other");
         return method_not_allowed();
@@ -344,23 +357,6 @@ async fn route(server: &Arc<Server>, req: Request, slot: &mut Slot) -> Response<
         name: target.name,
         internal,
     };
-    let token = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    let attrs = Attributes {
-        token,
-        verb,
-        api_group: def.group,
-        resource: def.plural,
-        subresource: target.sub,
-        namespace: target.namespace,
-        name: target.name,
-    };
-    if let Err(e) = server.authz.check(&attrs) {
-        return e.into_response();
-    }
     if !internal && let Some(resp) = server.faults.before_request(&info).await {
         return resp;
     }
@@ -377,8 +373,9 @@ async fn route(server: &Arc<Server>, req: Request, slot: &mut Slot) -> Response<
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    let run = || {
-        dispatch(
+    let run = || match def.review {
+        Some(review) => review_response(server, &target, review, &parts.headers, user, &body),
+        None => dispatch(
             server,
             &target,
             verb,
@@ -386,7 +383,7 @@ async fn route(server: &Arc<Server>, req: Request, slot: &mut Slot) -> Response<
             content_type,
             &params,
             &body,
-        )
+        ),
     };
     let result = if body.len() > BLOCKING_BODY_BYTES || decode::is_yaml(content_type) {
         off_the_workers(run)
@@ -394,6 +391,56 @@ async fn route(server: &Arc<Server>, req: Request, slot: &mut Slot) -> Response<
         run()
     };
     result.unwrap_or_else(ApiError::into_response)
+}
+
+/// An OpenAPI v3 document with the `ETag` its index URL carries.
+fn openapi_response(body: &[u8], etag: &str) -> Response<Body> {
+    let mut r = json_response(StatusCode::OK, Bytes::copy_from_slice(body));
+    if let Ok(v) = HeaderValue::from_str(&format!("\"{etag}\"")) {
+        r.headers_mut().insert(header::ETAG, v);
+    }
+    r
+}
+
+/// Answer a review (create only, nothing stored): access reviews decided
+/// by the cluster's authorizer (everything allowed when RBAC is off),
+/// token reviews by its token registry.
+fn review_response(
+    server: &Server,
+    target: &Target<'_>,
+    review: Review,
+    headers: &HeaderMap,
+    user: Option<UserInfo>,
+    body: &[u8],
+) -> Result<Response<Body>, ApiError> {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let mut request = server.decoders.decode(&target.def, content_type, body)?;
+    semantics::check_body(&target.def, &mut request)?;
+    let requester = || {
+        user.clone().unwrap_or_else(|| {
+            server.authz.user_of(
+                headers
+                    .get(header::AUTHORIZATION)
+                    .and_then(|v| v.to_str().ok()),
+            )
+        })
+    };
+    let decide = |u: &UserInfo, r: &rbac::RequestInfo| server.authz.decide(u, r);
+    let answer = match review {
+        Review::SelfSubjectAccess => {
+            rbac::decide_self_subject_access_review(&decide, &requester(), &request)
+        }
+        Review::SubjectAccess => rbac::decide_subject_access_review(&decide, &request),
+        Review::Token => rbac::token_review(&request, &|t| server.authz.token_user(t)),
+        Review::SelfSubject => Ok(rbac::self_subject_review(&requester(), &request)),
+    };
+    match answer {
+        Ok(v) => Ok(value_response(StatusCode::CREATED, &v)),
+        Err(status) => Err(ApiError::from_status(&status)),
+    }
 }
 
 fn manager<'a>(params: &'a Params, headers: &'a HeaderMap) -> &'a str {
@@ -495,13 +542,20 @@ fn dispatch(
         "patch" => {
             let part = part_of(target)?;
             let ct = content_type;
-            let kind = PatchKind::from_content_type(ct).ok_or_else(|| {
-                ApiError::new(
-                    415,
-                    "UnsupportedMediaType",
-                    format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml (got {ct:?})"),
-                )
-            })?;
+            let kind = PatchKind::from_content_type(ct)
+                .filter(|k| *k != PatchKind::Strategic || def.strategic_merge)
+                .ok_or_else(|| {
+                    let accepted = if def.strategic_merge {
+                        "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml"
+                    } else {
+                        "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+                    };
+                    ApiError::new(
+                        415,
+                        "UnsupportedMediaType",
+                        format!("the body of the request was in an unknown format - accepted media types include: {accepted}"),
+                    )
+                })?;
             let force = query::flag(params, "force");
             let mgr = if kind == PatchKind::Apply {
                 params.get("fieldManager").map(String::as_str).unwrap_or("")
@@ -654,7 +708,7 @@ fn list_response(
         if i > 0 {
             buf.extend_from_slice(b",");
         }
-        buf.extend_from_slice(&served_json(def, item));
+        buf.extend_from_slice(&def.served_json(item));
     }
     buf.extend_from_slice(b"]}");
     json_response(StatusCode::OK, buf.freeze())
@@ -808,24 +862,25 @@ fn watch_stream(
     let table = table_request(headers, params)?;
     // Watchers of a view or of Tables get frames encoded for them; the
     // others share the stored frames.
-    let encode: Option<FrameFn> = if table.is_some() || def.conversion.is_some() {
+    let encode: Option<FrameFn> = if table.is_some() || def.has_view() {
         let def = def.clone();
         let api = server.api.clone();
-        Some(Arc::new(move |kind: EventType, s: &Stored| {
-            let stored = s.value();
-            let served = def.to_view(stored.clone());
-            let value = match &table {
-                Some(t) => {
-                    let row = t.row(&def, &stored, served, api.now());
-                    let meta = json!({"resourceVersion": s.rv.to_string()});
-                    t.table(&def, meta, vec![row])
-                }
-                None => served,
-            };
-            build_frame(kind, 0, |buf| {
-                let _ = serde_json::to_writer(&mut *buf, &value);
-            })
-            .0
+        Some(Arc::new(move |kind: EventType, s: &Stored| match &table {
+            Some(t) => {
+                let stored = s.value();
+                let served = def.to_view(stored.clone());
+                let row = t.row(&def, &stored, served, api.now());
+                let meta = json!({"resourceVersion": s.rv.to_string()});
+                let value = t.table(&def, meta, vec![row]);
+                build_frame(kind, 0, |buf| {
+                    let _ = serde_json::to_writer(&mut *buf, &value);
+                })
+                .0
+            }
+            None => {
+                let served = def.served_json(s);
+                build_frame(kind, served.len(), |buf| buf.extend_from_slice(&served)).0
+            }
         }) as FrameFn)
     } else {
         None

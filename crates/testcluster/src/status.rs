@@ -10,8 +10,9 @@ pub(crate) struct ApiError {
     pub(crate) code: u16,
     pub(crate) reason: &'static str,
     pub(crate) message: String,
-    /// The `Status` `details` (causes, retryAfterSeconds), if any; boxed
-    /// to keep the error small in every `Result`.
+    /// The `Status`'s `details` (a 422's causes, a 403's kind and name,
+    /// retryAfterSeconds); `None` writes `{}`. Boxed to keep the error
+    /// small in every `Result`.
     pub(crate) details: Option<Box<Value>>,
 }
 
@@ -29,6 +30,37 @@ impl ApiError {
     pub(crate) fn with_details(mut self, details: Value) -> Self {
         self.details = Some(Box::new(details));
         self
+    }
+
+    /// The error a complete `Status` body describes (as the `crd` and
+    /// `rbac` modules build them), keeping its `details`.
+    pub(crate) fn from_status(status: &Value) -> Self {
+        let code = status
+            .get("code")
+            .and_then(Value::as_u64)
+            .and_then(|c| u16::try_from(c).ok())
+            .unwrap_or(500);
+        let reason = match status.get("reason").and_then(Value::as_str) {
+            Some("Invalid") => "Invalid",
+            Some("Forbidden") => "Forbidden",
+            Some("Unauthorized") => "Unauthorized",
+            Some("NotFound") => "NotFound",
+            Some("BadRequest") => "BadRequest",
+            Some("Conflict") => "Conflict",
+            Some("AlreadyExists") => "AlreadyExists",
+            Some("MethodNotAllowed") => "MethodNotAllowed",
+            _ => "InternalError",
+        };
+        let message = status
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let mut err = Self::new(code, reason, message);
+        err.details = status
+            .get("details")
+            .filter(|d| d.as_object().is_some_and(|m| !m.is_empty()))
+            .map(|d| Box::new(d.clone()));
+        err
     }
 
     pub(crate) fn not_found(resource: &str, name: &str) -> Self {
@@ -113,11 +145,23 @@ impl ApiError {
 
     /// The HTTP response carrying this error.
     pub(crate) fn into_response(self) -> Response<Body> {
-        match self.details {
-            None => status_response(self.code, self.reason, &self.message),
-            Some(_) => status_body_response(self.code, self.to_status().to_string()),
+        if self.details.is_some() {
+            return value_response(self.code, &self.to_status());
         }
+        status_response(self.code, self.reason, &self.message)
     }
+}
+
+/// An HTTP response with the given code and a JSON `Status` body.
+pub(crate) fn value_response(code: u16, status: &Value) -> Response<Body> {
+    let mut response = Response::new(Body::from(status.to_string()));
+    *response.status_mut() =
+        StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    response
 }
 
 /// A `Status` object with `status: Failure`.
@@ -137,17 +181,5 @@ pub(crate) fn status_value(code: u16, reason: &str, message: &str) -> Value {
 /// An HTTP response with the given code and a `Status` JSON body, as
 /// kube-apiserver answers failed requests.
 pub(crate) fn status_response(code: u16, reason: &str, message: &str) -> Response<Body> {
-    status_body_response(code, status_value(code, reason, message).to_string())
-}
-
-/// An HTTP response with the given code and a serialized `Status` body.
-fn status_body_response(code: u16, body: String) -> Response<Body> {
-    let mut response = Response::new(Body::from(body));
-    *response.status_mut() =
-        StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        http::HeaderValue::from_static("application/json"),
-    );
-    response
+    value_response(code, &status_value(code, reason, message))
 }

@@ -7,6 +7,7 @@ mod common;
 
 use common::kubectl::Kubectl;
 use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch,
     PatchParams, PostParams, WatchEvent, WatchParams,
@@ -640,9 +641,6 @@ rules:
     verbs: ["get", "list"]
 "#;
 
-// Typed `kubectl create configmap|namespace|deployment ...` sends protobuf
-// bodies, which this crate does not decode yet (a protobuf `BodyDecoder` is
-// being written apart); until it lands, kubectl is driven with YAML here.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_applies_gets_and_discovers_the_kinds() {
     let cluster = common::start().await;
@@ -709,6 +707,244 @@ async fn kubectl_applies_gets_and_discovers_the_kinds() {
     assert!(
         err.contains("NotFound") || err.contains("not found"),
         "{err}"
+    );
+    cluster.shutdown().await;
+}
+
+/// Typed `kubectl create ...` builds the object from Go structs and sends
+/// it as a protobuf body; the server decodes it as kube-apiserver does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typed_kubectl_creates_send_protobuf_bodies() {
+    let cluster = common::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let k = Kubectl::for_cluster(&cluster, dir.path());
+    for (args, created) in [
+        (
+            &["create", "namespace", "demo"][..],
+            "namespace/demo created",
+        ),
+        (
+            &[
+                "create",
+                "configmap",
+                "cm1",
+                "--from-literal=a=b",
+                "-n",
+                "demo",
+            ],
+            "configmap/cm1 created",
+        ),
+        (
+            &[
+                "create",
+                "secret",
+                "generic",
+                "s1",
+                "--from-literal=pw=hunter2",
+                "-n",
+                "demo",
+            ],
+            "secret/s1 created",
+        ),
+        (
+            &[
+                "create",
+                "deployment",
+                "web",
+                "--image=nginx",
+                "--replicas=2",
+                "-n",
+                "demo",
+            ],
+            "deployment.apps/web created",
+        ),
+        (
+            &[
+                "create",
+                "service",
+                "clusterip",
+                "svc1",
+                "--tcp=80:8080",
+                "-n",
+                "demo",
+            ],
+            "service/svc1 created",
+        ),
+        (
+            &["create", "serviceaccount", "robot", "-n", "demo"],
+            "serviceaccount/robot created",
+        ),
+        (
+            &[
+                "create",
+                "role",
+                "reader",
+                "--verb=get,list",
+                "--resource=pods",
+                "-n",
+                "demo",
+            ],
+            "role.rbac.authorization.k8s.io/reader created",
+        ),
+        (
+            &[
+                "create",
+                "rolebinding",
+                "robot-reads",
+                "--role=reader",
+                "--serviceaccount=demo:robot",
+                "-n",
+                "demo",
+            ],
+            "rolebinding.rbac.authorization.k8s.io/robot-reads created",
+        ),
+        (
+            &[
+                "create",
+                "clusterrole",
+                "node-reader",
+                "--verb=get",
+                "--resource=nodes",
+            ],
+            "clusterrole.rbac.authorization.k8s.io/node-reader created",
+        ),
+        (
+            &[
+                "create",
+                "job",
+                "once",
+                "--image=busybox",
+                "-n",
+                "demo",
+                "--",
+                "echo",
+                "hi",
+            ],
+            "job.batch/once created",
+        ),
+        (
+            &[
+                "create",
+                "cronjob",
+                "nightly",
+                "--image=busybox",
+                "--schedule=0 2 * * *",
+                "-n",
+                "demo",
+                "--",
+                "echo",
+                "hi",
+            ],
+            "cronjob.batch/nightly created",
+        ),
+        (
+            &[
+                "create",
+                "quota",
+                "q",
+                "--hard=pods=10,count/configmaps=5",
+                "-n",
+                "demo",
+            ],
+            "resourcequota/q created",
+        ),
+    ] {
+        let out = k.run_async(args).await;
+        assert!(out.contains(created), "{args:?}: {out}");
+    }
+    let cm = k.json_async(&["get", "cm", "cm1", "-n", "demo"]).await;
+    assert_eq!(cm["data"], json!({"a": "b"}));
+    let secret = k.json_async(&["get", "secret", "s1", "-n", "demo"]).await;
+    assert_eq!(secret["data"]["pw"], "aHVudGVyMg==");
+    assert_eq!(secret["type"], "Opaque");
+    let deploy = k.json_async(&["get", "deploy", "web", "-n", "demo"]).await;
+    assert_eq!(deploy["spec"]["replicas"], 2);
+    assert_eq!(
+        deploy["spec"]["template"]["spec"]["containers"][0]["image"],
+        "nginx"
+    );
+    let svc = k.json_async(&["get", "svc", "svc1", "-n", "demo"]).await;
+    assert_eq!(svc["spec"]["ports"][0]["targetPort"], 8080);
+    let binding = k
+        .json_async(&["get", "rolebinding", "robot-reads", "-n", "demo"])
+        .await;
+    assert_eq!(
+        binding["subjects"],
+        json!([{"kind": "ServiceAccount", "name": "robot", "namespace": "demo"}])
+    );
+    let job = k.json_async(&["get", "job", "once", "-n", "demo"]).await;
+    assert_eq!(
+        job["spec"]["template"]["spec"]["containers"][0]["command"],
+        json!(["echo", "hi"])
+    );
+    let cron = k
+        .json_async(&["get", "cronjob", "nightly", "-n", "demo"])
+        .await;
+    assert_eq!(cron["spec"]["schedule"], "0 2 * * *");
+    let quota = k.json_async(&["get", "quota", "q", "-n", "demo"]).await;
+    assert_eq!(
+        quota["spec"]["hard"],
+        json!({"pods": "10", "count/configmaps": "5"})
+    );
+    // A second create of the same name is refused as on kube-apiserver.
+    let err = k.fail_async(&["create", "namespace", "demo"]).await;
+    assert!(err.contains("namespaces \"demo\" already exists"), "{err}");
+    cluster.shutdown().await;
+}
+
+/// A protobuf body that does not decode is a 400 naming what failed;
+/// nothing is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn undecodable_protobuf_bodies_are_bad_requests() {
+    let cluster = common::start().await;
+    let client = cluster.client();
+    let post = |body: Vec<u8>| {
+        http::Request::post("/api/v1/namespaces/default/configmaps")
+            .header("content-type", "application/vnd.kubernetes.protobuf")
+            .body(body)
+            .unwrap()
+    };
+    let status = |r: Result<Value, kube::Error>| match r {
+        Err(kube::Error::Api(s)) => *s,
+        other => panic!("expected an API error, got {other:?}"),
+    };
+    let err = status(
+        client
+            .request::<Value>(post(b"{\"kind\":\"ConfigMap\"}".to_vec()))
+            .await,
+    );
+    assert_eq!((err.code, err.reason.as_str()), (400, "BadRequest"));
+    assert_eq!(
+        err.message,
+        "the protobuf body of this ConfigMap request could not be decoded: \
+         the protobuf body does not start with the Kubernetes magic number k8s\\0"
+    );
+    // typeMeta {apiVersion: v1, kind: ConfigMap}, then a raw field cut short.
+    let mut truncated = b"k8s\0".to_vec();
+    truncated.extend([0x0a, 0x0f, 0x0a, 0x02, b'v', b'1', 0x12, 0x09]);
+    truncated.extend(b"ConfigMap");
+    truncated.extend([0x12, 0x20, 0x0a]);
+    let err = status(client.request::<Value>(post(truncated)).await);
+    assert_eq!(err.code, 400);
+    assert!(err.message.contains("truncated"), "{}", err.message);
+    // A kind the decoder does not know.
+    let mut unknown = b"k8s\0".to_vec();
+    unknown.extend([0x0a, 0x0a, 0x0a, 0x02, b'v', b'1', 0x12, 0x04]);
+    unknown.extend(b"Nope");
+    let err = status(client.request::<Value>(post(unknown)).await);
+    assert_eq!(err.code, 400);
+    assert!(
+        err.message.contains("kind \"Nope\" in \"v1\""),
+        "{}",
+        err.message
+    );
+    let cms: Api<ConfigMap> = Api::namespaced(client, "default");
+    assert!(
+        cms.list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
     );
     cluster.shutdown().await;
 }

@@ -5,11 +5,12 @@ use std::hash::Hash;
 use std::sync::Arc;
 
 use crate::WorkQueue;
-use crate::core::Core;
+use crate::delay_store::DelayStore;
 use crate::metrics::{MetricsProvider, QueueMetrics, new_retries};
-use crate::pending::Pending;
+use crate::queue_state::QueueState;
 use crate::rate_limiter::{RateLimiter, default_controller_rate_limiter};
-use crate::shared::Shared;
+use crate::shared_state::SharedState;
+use crate::timer_task;
 
 /// Builds a [`WorkQueue`]; start with [`WorkQueue::builder`].
 ///
@@ -92,12 +93,12 @@ where
         let limiter = self
             .limiter
             .unwrap_or_else(|| Box::new(default_controller_rate_limiter()));
-        let shared = Arc::new(Shared::new(
-            Core::new(metrics),
-            Pending::new(retries),
+        let shared = Arc::new(SharedState::new(
+            QueueState::new(metrics),
+            DelayStore::new(retries),
             limiter,
         ));
-        shared.ensure_driver();
+        timer_task::ensure_started(&shared);
         WorkQueue { shared }
     }
 }

@@ -6,11 +6,13 @@
 //! records metrics only when it has both a name and a provider; otherwise the
 //! recorder does not exist and the queue reads no clock for metrics.
 
-use std::hash::Hash;
 use std::time::Duration;
 
 use hashbrown::HashMap;
 use tokio::time::Instant;
+
+use crate::chunked::ChunkedVec;
+use crate::item_store::Slot;
 
 /// Name of the gauge of items waiting to be handed out.
 pub const DEPTH_METRIC: &str = "workqueue_depth";
@@ -98,18 +100,30 @@ pub trait MetricsProvider: Send + Sync {
 
 /// The metrics of one queue plus the timestamps they need. Lives inside the
 /// queue's lock.
-pub(crate) struct QueueMetrics<T> {
+///
+/// Timestamps are kept by cell number in the item store (an item keeps its
+/// cell from its add until its `done`), not by item: no copy of the item,
+/// and 8 bytes per queued item where a map from item to time would cost
+/// the item, the time and the map's own overhead.
+pub(crate) struct QueueMetrics {
     depth: Box<dyn GaugeMetric>,
     adds: Box<dyn CounterMetric>,
     latency: Box<dyn HistogramMetric>,
     work_duration: Box<dyn HistogramMetric>,
     unfinished: Box<dyn SettableGaugeMetric>,
     longest: Box<dyn SettableGaugeMetric>,
-    added_at: HashMap<T, Instant>,
-    started_at: HashMap<T, Instant>,
+    /// Time of the (first pending) add of the item in each cell, in
+    /// nanoseconds since `epoch`; [`NO_STAMP`] when it is not queued.
+    added_at: ChunkedVec<u64>,
+    /// When `get` handed out the item in each cell that is being processed.
+    started_at: HashMap<Slot, Instant>,
+    epoch: Instant,
 }
 
-impl<T: Hash + Eq + Clone> QueueMetrics<T> {
+/// No add time recorded.
+const NO_STAMP: u64 = u64::MAX;
+
+impl QueueMetrics {
     /// Creates the metrics of queue `name`, all but the retries counter,
     /// which the delay store keeps (see [`new_retries`]).
     pub(crate) fn new(provider: &dyn MetricsProvider, name: &str) -> Self {
@@ -120,33 +134,42 @@ impl<T: Hash + Eq + Clone> QueueMetrics<T> {
             work_duration: provider.new_work_duration_metric(name),
             unfinished: provider.new_unfinished_work_seconds_metric(name),
             longest: provider.new_longest_running_processor_seconds_metric(name),
-            added_at: HashMap::new(),
+            added_at: ChunkedVec::default(),
             started_at: HashMap::new(),
+            epoch: Instant::now(),
         }
     }
 
-    /// An add that was not collapsed. Keeps the first add time.
-    pub(crate) fn add(&mut self, item: &T) {
+    /// An add of the item in cell `slot` that was not collapsed. Keeps the
+    /// first add time.
+    pub(crate) fn add(&mut self, slot: Slot) {
         self.adds.inc();
         self.depth.inc();
-        if !self.added_at.contains_key(item) {
-            self.added_at.insert(item.clone(), Instant::now());
+        let epoch = self.epoch;
+        let stamp = self.added_at.get_or_fill(slot as usize, NO_STAMP);
+        if *stamp == NO_STAMP {
+            let since = Instant::now().saturating_duration_since(epoch);
+            *stamp = u64::try_from(since.as_nanos()).unwrap_or(NO_STAMP - 1);
         }
     }
 
-    /// `item` was handed out.
-    pub(crate) fn get(&mut self, item: &T) {
+    /// The item in cell `slot` was handed out.
+    pub(crate) fn get(&mut self, slot: Slot) {
         let now = Instant::now();
         self.depth.dec();
-        self.started_at.insert(item.clone(), now);
-        if let Some(added) = self.added_at.remove(item) {
-            self.latency.observe(seconds(now, added));
+        self.started_at.insert(slot, now);
+        if let Some(stamp) = self.added_at.get_mut(slot as usize) {
+            let added = std::mem::replace(stamp, NO_STAMP);
+            if added != NO_STAMP {
+                let added = self.epoch + Duration::from_nanos(added);
+                self.latency.observe(seconds(now, added));
+            }
         }
     }
 
-    /// `item` is done.
-    pub(crate) fn done(&mut self, item: &T) {
-        if let Some(started) = self.started_at.remove(item) {
+    /// The item in cell `slot` is done.
+    pub(crate) fn done(&mut self, slot: Slot) {
+        if let Some(started) = self.started_at.remove(&slot) {
             self.work_duration.observe(seconds(Instant::now(), started));
         }
     }

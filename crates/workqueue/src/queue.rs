@@ -10,8 +10,10 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::builder::WorkQueueBuilder;
-use crate::shared::{GetState, Shared, wake};
+use crate::get::{GetState, cancel_get, poll_get};
+use crate::shared_state::{SharedState, wake};
 use crate::stream::WorkQueueStream;
+use crate::timer_task;
 
 /// A deduplicating, delaying, rate-limited, prioritised work queue for
 /// controller workers, with client-go's semantics.
@@ -42,7 +44,7 @@ use crate::stream::WorkQueueStream;
 ///
 /// [crate documentation]: crate
 pub struct WorkQueue<T> {
-    pub(crate) shared: Arc<Shared<T>>,
+    pub(crate) shared: Arc<SharedState<T>>,
 }
 
 impl<T> Clone for WorkQueue<T> {
@@ -57,9 +59,9 @@ impl<T> fmt::Debug for WorkQueue<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = self.shared.lock();
         f.debug_struct("WorkQueue")
-            .field("len", &state.core.len())
-            .field("processing", &state.core.processing())
-            .field("shutting_down", &state.core.is_shutting_down())
+            .field("len", &state.queue.len())
+            .field("processing", &state.queue.processing())
+            .field("shutting_down", &state.queue.is_shutting_down())
             .finish_non_exhaustive()
     }
 }
@@ -114,7 +116,7 @@ where
     pub fn add_with_priority(&self, item: T, priority: i32) {
         let waker = {
             let mut state = self.shared.lock_for_add();
-            if !state.core.add(item, priority) {
+            if !state.queue.add(item, priority) {
                 return;
             }
             self.shared.publish_len(&state);
@@ -150,15 +152,15 @@ where
     pub fn add_after_with_priority(&self, item: T, delay: Duration, priority: i32) {
         if delay.is_zero() {
             {
-                let pending = self.shared.lock_pending();
-                if pending.is_closed() {
+                let delays = self.shared.lock_delays();
+                if delays.is_closed() {
                     return;
                 }
-                pending.record_retry();
+                delays.record_retry();
             }
             let waker = {
                 let mut state = self.shared.lock_for_add();
-                if !state.core.add(item, priority) {
+                if !state.queue.add(item, priority) {
                     return;
                 }
                 self.shared.publish_len(&state);
@@ -169,16 +171,16 @@ where
         }
         let now = Instant::now();
         let due = now.checked_add(delay).unwrap_or_else(|| far_future(now));
-        let mut pending = self.shared.lock_pending();
-        if pending.is_closed() {
+        let mut delays = self.shared.lock_delays();
+        if delays.is_closed() {
             return;
         }
-        pending.record_retry();
-        if pending.add_at(item, due, priority) {
-            self.shared.publish_next_due(&pending);
+        delays.record_retry();
+        if delays.add_at(item, due, priority) {
+            self.shared.publish_next_due(&delays);
             self.shared.timer.notify_one();
         }
-        self.shared.ensure_driver_locked(&mut pending);
+        timer_task::ensure_started_locked(&self.shared, &mut delays);
     }
 
     /// Queues `item` after the delay the rate limiter chooses for it
@@ -223,7 +225,7 @@ where
             shared: &self.shared,
             get: GetState::default(),
         };
-        poll_fn(|cx| waiter.shared.poll_get(&mut waiter.get, cx)).await
+        poll_fn(|cx| poll_get(waiter.shared, &mut waiter.get, cx)).await
     }
 
     /// Takes the next item if one is queued, without waiting; the caller
@@ -231,7 +233,7 @@ where
     /// queued (whether or not the queue is shut down).
     pub fn try_get(&self) -> Option<T> {
         let mut state = self.shared.lock();
-        let item = state.core.pop();
+        let item = state.queue.pop();
         if item.is_some() {
             self.shared.publish_len(&state);
         }
@@ -247,14 +249,14 @@ where
     pub fn done(&self, item: &T) {
         let (waker, drained) = {
             let mut state = self.shared.lock();
-            let outcome = state.core.done(item);
+            let outcome = state.queue.done(item);
             let waker = if outcome.requeued {
                 self.shared.publish_len(&state);
                 state.wake_one_if_needed()
             } else {
                 None
             };
-            (waker, outcome.idle && state.core.is_draining())
+            (waker, outcome.idle && state.queue.is_draining())
         };
         wake(waker);
         if drained {
@@ -301,7 +303,7 @@ where
             notified.as_mut().enable();
             {
                 let state = self.shared.lock();
-                if state.core.processing() == 0 || !state.core.is_draining() {
+                if state.queue.processing() == 0 || !state.queue.is_draining() {
                     return;
                 }
             }
@@ -313,15 +315,15 @@ where
         let mut wakers = Vec::new();
         {
             let mut state = self.shared.lock();
-            state.core.shut_down(drain);
+            state.queue.shut_down(drain);
             state.waiters.notify_all(&mut wakers);
         }
         {
-            let mut pending = self.shared.lock_pending();
-            pending.close();
-            self.shared.publish_next_due(&pending);
-            if let Some(driver) = pending.driver.take() {
-                driver.abort();
+            let mut delays = self.shared.lock_delays();
+            delays.close();
+            self.shared.publish_next_due(&delays);
+            if let Some(task) = delays.timer_task.take() {
+                task.abort();
             }
         }
         wakers.into_iter().for_each(|waker| waker.wake());
@@ -330,7 +332,7 @@ where
     /// Whether [`shut_down`](Self::shut_down) or
     /// [`shut_down_with_drain`](Self::shut_down_with_drain) was called.
     pub fn is_shutting_down(&self) -> bool {
-        self.shared.lock().core.is_shutting_down()
+        self.shared.lock().queue.is_shutting_down()
     }
 
     /// The queue as a [`Stream`](futures_core::Stream) of items, for
@@ -357,7 +359,7 @@ struct Waiter<'a, T>
 where
     T: Eq + Hash + Clone + Send + Sync + 'static,
 {
-    shared: &'a Arc<Shared<T>>,
+    shared: &'a Arc<SharedState<T>>,
     get: GetState,
 }
 
@@ -366,6 +368,6 @@ where
     T: Eq + Hash + Clone + Send + Sync + 'static,
 {
     fn drop(&mut self) {
-        self.shared.cancel_get(&mut self.get);
+        cancel_get(self.shared, &mut self.get);
     }
 }

@@ -8,7 +8,7 @@ use std::task::{Context, Poll};
 use futures_core::{FusedStream, Stream};
 
 use crate::WorkQueue;
-use crate::shared::GetState;
+use crate::get::{GetState, cancel_get, poll_get};
 
 /// A [`Stream`] of the items of a [`WorkQueue`], from
 /// [`WorkQueue::stream`].
@@ -67,7 +67,7 @@ where
         if this.ended {
             return Poll::Ready(None);
         }
-        let next = this.queue.shared.poll_get(&mut this.get, cx);
+        let next = poll_get(&this.queue.shared, &mut this.get, cx);
         if let Poll::Ready(None) = next {
             this.ended = true;
         }
@@ -89,6 +89,6 @@ where
     T: Eq + Hash + Clone + Send + Sync + 'static,
 {
     fn drop(&mut self) {
-        self.queue.shared.cancel_get(&mut self.get);
+        cancel_get(&self.queue.shared, &mut self.get);
     }
 }

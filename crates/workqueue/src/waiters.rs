@@ -3,7 +3,7 @@
 //! Kept under the queue's own mutex so that queuing an item and choosing the
 //! waiter to wake are one atomic step: parked `get`s are woken oldest
 //! first, as many as the queue's wake-up policy asks for (see
-//! `State::wake_one_if_needed`), and no wake-up can be lost between a
+//! `Locked::wake_one_if_needed` in [`crate::shared_state`]), and no wake-up can be lost between a
 //! `get` finding the queue empty and parking. Slots are reused, so parking
 //! allocates only while the number of concurrent waiters grows.
 

@@ -34,7 +34,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use async_trait::async_trait;
-use ctrlkit_informer::Informer;
+use ctrlkit_informer::{Informer, ObjectKey};
 use ctrlkit_podcontrol::FakePodControl;
 use ctrlkit_replicaset::{ControllerOptions, OwnerClient, ReplicaSetController};
 use k8s_openapi::api::apps::v1::ReplicaSet;
@@ -144,7 +144,13 @@ struct Case {
     controller: ReplicaSetController,
     fake: FakePodControl,
     owners: Arc<Owners>,
+    key: ObjectKey,
     samples: Vec<f64>,
+}
+
+/// The key of the ReplicaSet every case syncs.
+fn web_key() -> ObjectKey {
+    ObjectKey::new("default", "web")
 }
 
 impl Case {
@@ -159,7 +165,8 @@ impl Case {
             Arc::new(fake.clone()),
             owners.clone(),
             ControllerOptions::default(),
-        );
+        )
+        .unwrap();
         let rs = replica_set(set_based);
         *owners.last.lock() = Some(rs.clone());
         rs_informer.apply_event(Event::Apply(rs));
@@ -185,11 +192,11 @@ impl Case {
         }
         // The first sync writes the status; feed it back as the informer
         // would, so that later syncs find nothing to do.
-        controller.sync("default/web").await.unwrap();
+        controller.sync(&web_key()).await.unwrap();
         let written = owners.last.lock().clone().unwrap();
         rs_informer.apply_event(Event::Apply(written));
         owners.writes.store(0, Ordering::Relaxed);
-        controller.sync("default/web").await.unwrap();
+        controller.sync(&web_key()).await.unwrap();
         assert_eq!(
             owners.writes.load(Ordering::Relaxed),
             0,
@@ -203,6 +210,7 @@ impl Case {
             controller,
             fake,
             owners,
+            key: web_key(),
             samples: Vec::new(),
         }
     }
@@ -211,7 +219,7 @@ impl Case {
     async fn sample(&mut self) {
         let start = Instant::now();
         for _ in 0..BATCH {
-            black_box(self.controller.sync("default/web").await.unwrap());
+            black_box(self.controller.sync(&self.key).await.unwrap());
         }
         let ns = start.elapsed().as_nanos() as f64 / BATCH as f64;
         self.samples.push(ns);

@@ -13,7 +13,7 @@ use ctrlkit_refmanager::{ClaimErrors, OwnerError, SelectorError};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The queue key is not `namespace/name`.
+    /// The queue key has no namespace (owners are namespaced).
     #[error("invalid key {0:?}: expected namespace/name")]
     InvalidKey(String),
     /// The owner's selector cannot be compiled.
@@ -83,9 +83,17 @@ pub enum Error {
         /// The owner's key.
         key: String,
     },
-    /// The informer caches stopped before they synced.
-    #[error("waiting for the informer caches: {0}")]
-    CacheSync(#[source] InformerError),
+    /// Declaring the controller on the runtime failed (e.g. a controller
+    /// of the same kind already records into the same metrics).
+    #[error("building the controller")]
+    Build(#[from] ctrlkit_runtime::BuildError),
+    /// The runtime found no cache of this kind for the controller (a bug).
+    #[error("the controller has no {0} cache")]
+    MissingCache(&'static str),
+    /// Running the controller failed: its informer caches stopped before
+    /// they synced.
+    #[error("running the controller")]
+    Run(#[from] ctrlkit_runtime::RunError),
 }
 
 impl Error {

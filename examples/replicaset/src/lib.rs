@@ -61,8 +61,39 @@
 //!
 //! [`ReplicaSetController`] and [`ReplicationManager`] are the same generic
 //! [`Controller`] over the [`ReplicaOwner`] trait, which both API types
-//! implement. The binaries and the operational shell (metrics, health,
-//! leader election) are in [`ops`] and [`cli`].
+//! implement.
+//!
+//! # Built on ctrlkit-runtime
+//!
+//! This crate holds only what is the replica controllers' own: the sync
+//! (claim, manage, status), pod ranking, the churn guard, invalid-spec
+//! handling and their flags ([`cli::ControllerArgs`]). The rest is
+//! [`ctrlkit_runtime`]:
+//!
+//! - the controller — a `ctrlkit_runtime::Controller` over the owners that
+//!   owns pods: orphans are offered to the owners whose selector matches
+//!   them ([`owners_selecting`]), unchanged pods do not wake their owner, a
+//!   pod turning ready queues its owner again after `minReadySeconds`; the
+//!   owner cache is indexed by controller UID (related owners for ranking)
+//!   and the pod cache by controller UID and orphan labels (a sync reads
+//!   only its own pods and the orphans it could adopt); keys are typed
+//!   [`ObjectKey`](ctrlkit_informer::ObjectKey)s; read-own-writes skips a
+//!   sync until the caches show the controller's writes (each skip counted
+//!   in `replicaset_controller_stale_sync_skips_total{resource}`); the
+//!   churn guard's state is dropped when an owner is deleted;
+//! - pod writes — a `KubePodControl` (`ctrlkit-childcontrol` underneath,
+//!   events with the API server's messages), wrapped per sync in
+//!   `Observed` + `RecordWrites` so creates and adoption patches are
+//!   recorded for read-own-writes;
+//! - the process — `ctrlkit_runtime::manager`: the binaries flatten its
+//!   `ManagerArgs` next to [`cli::ControllerArgs`], call
+//!   [`Controller::add_to`] and `run_main` (metrics, health, leader
+//!   election, drain, logging). With `--leader-elect` every write (pod
+//!   creates, deletes and patches, status writes, events) goes through
+//!   the manager's fenced client and the pod writes through the fence as
+//!   their write gate: once the lease may have expired (no successful
+//!   renewal within the renew deadline, a paused process included) the
+//!   controller sends nothing and its workers stop.
 //!
 //! # Example
 //!
@@ -73,7 +104,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use ctrlkit_informer::Informer;
+//! use ctrlkit_informer::{Informer, ObjectKey};
 //! use ctrlkit_podcontrol::FakePodControl;
 //! use ctrlkit_replicaset::{ControllerOptions, OwnerClient, ReplicaSetController};
 //! use k8s_openapi::api::{apps::v1::ReplicaSet, core::v1::Pod};
@@ -101,7 +132,8 @@
 //!     Arc::new(fake.clone()),
 //!     Arc::new(Accept),
 //!     ControllerOptions::default(),
-//! );
+//! )
+//! .unwrap();
 //!
 //! let rs: ReplicaSet = serde_json::from_value(serde_json::json!({
 //!     "metadata": {"name": "web", "namespace": "default", "uid": "rs-1", "resourceVersion": "1"},
@@ -116,12 +148,13 @@
 //! })).unwrap();
 //! replica_sets.apply_event(Event::Apply(rs));
 //! // The add handler queued the ReplicaSet.
-//! assert_eq!(controller.queue().try_get().as_deref(), Some("default/web"));
+//! let key = ObjectKey::new("default", "web");
+//! assert_eq!(controller.runtime().queue().try_get(), Some(key.clone()));
 //!
-//! controller.sync("default/web").await.unwrap();
+//! controller.sync(&key).await.unwrap();
 //! assert_eq!(fake.create_count(), 3);
 //! // Until the informer shows the three pods, the next sync creates none.
-//! controller.sync("default/web").await.unwrap();
+//! controller.sync(&key).await.unwrap();
 //! assert_eq!(fake.create_count(), 3);
 //! # });
 //! ```
@@ -130,14 +163,13 @@ pub mod cli;
 mod compat;
 mod controller;
 mod error;
-pub mod ops;
 mod owner;
 
 pub use controller::{
     BURST_REPLICAS, Controller, ControllerMetrics, ControllerOptions, DEFAULT_WORKERS,
     EMPTY_SELECTOR_REASON, FAILED_CREATE_REASON, FAILED_DELETE_REASON, INVALID_SELECTOR_REASON,
     KubeOwnerClient, OwnerClient, ReplicaSetController, ReplicationManager,
-    SELECTOR_MISMATCH_REASON, calculate_status, desired_replicas, object_key, split_key,
+    SELECTOR_MISMATCH_REASON, calculate_status, desired_replicas, owners_selecting,
     status_unchanged,
 };
 pub use controller::{

@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use common::{NS, PodSpec, edit, live_replica_set, replica_set, replication_controller};
-use ctrlkit_informer::{Informer, SharedInformerFactory};
+use ctrlkit_informer::{Informer, ObjectKey, SharedInformerFactory};
 use ctrlkit_podcontrol::ranking::POD_DELETION_COST_ANNOTATION;
 use ctrlkit_podcontrol::{FakePodControl, KubePodControl, Operation, PodControlError};
 use ctrlkit_replicaset::{
@@ -188,7 +188,8 @@ impl<O: ReplicaOwner> Rig<O> {
                 burst_replicas: burst,
                 ..ControllerOptions::default()
             },
-        );
+        )
+        .unwrap();
         Self {
             pods,
             owners,
@@ -231,6 +232,7 @@ impl<O: ReplicaOwner> Rig<O> {
 
     fn expectations(&self) -> Option<(i64, i64)> {
         self.controller
+            .runtime()
             .expectations()
             .get_expectations(KEY)
             .map(|e| (e.add, e.del))
@@ -246,7 +248,7 @@ impl<O: ReplicaOwner> Rig<O> {
             client,
             controller,
         } = self;
-        let queue = controller.queue().clone();
+        let queue = controller.runtime().queue().clone();
         let token = CancellationToken::new();
         let task = tokio::spawn(controller.run(token.clone()));
         let watch = tokio::spawn({
@@ -294,7 +296,7 @@ struct Ran<O> {
     _owners: Informer<O>,
     fake: FakePodControl,
     client: Arc<ScriptedClient<O>>,
-    queue: ctrlkit_workqueue::WorkQueue<String>,
+    queue: ctrlkit_workqueue::WorkQueue<ObjectKey>,
 }
 
 /// `(type, reason, message)` of the first condition of `status`.
@@ -375,7 +377,7 @@ async fn every_api_error_on_create_is_a_retryable_failed_create() {
         rig.seed(&replica_set("web", 20, "web"), &[]);
         rig.fake
             .fail_after_op(Operation::Create, 0, pod_error(&failure));
-        let err = rig.controller.sync(KEY).await.unwrap_err();
+        let err = rig.controller.sync(&common::key(KEY)).await.unwrap_err();
         assert!(matches!(err, Error::CreatePods(_)), "{text}: {err}");
         assert!(!err.is_terminal(), "{text}");
         assert!(err.to_string().contains(&text), "{text}: {err}");
@@ -408,7 +410,7 @@ async fn every_api_error_on_delete_is_a_retryable_failed_delete() {
         rig.seed(&rs, &pods);
         rig.fake
             .fail_after_op(Operation::Delete, 0, pod_error(&failure));
-        let err = rig.controller.sync(KEY).await.unwrap_err();
+        let err = rig.controller.sync(&common::key(KEY)).await.unwrap_err();
         assert!(matches!(err, Error::DeletePods(_)), "{text}: {err}");
         assert!(!err.is_terminal(), "{text}");
         assert!(err.to_string().contains(&text), "{text}: {err}");
@@ -434,7 +436,7 @@ async fn every_api_error_on_an_adoption_patch_fails_the_sync_before_creating() {
         );
         rig.fake
             .fail_after_op(Operation::Patch, 0, pod_error(&failure));
-        let result = rig.controller.sync(KEY).await;
+        let result = rig.controller.sync(&common::key(KEY)).await;
         if text.starts_with("injected 404") {
             // The orphan is gone: nothing to adopt, so a replacement is made.
             result.unwrap();
@@ -455,7 +457,7 @@ async fn every_api_error_on_the_status_write_is_retried_once_then_reported() {
         let rig = Rig::<ReplicaSet>::new(500);
         rig.seed(&replica_set("web", 0, "web"), &[]);
         *rig.client.fail_writes.lock() = Some(Arc::clone(&failure));
-        let result = rig.controller.sync(KEY).await;
+        let result = rig.controller.sync(&common::key(KEY)).await;
         if text.starts_with("injected 404") {
             // The owner is gone: see `an_owner_deleted_mid_sync_*`.
             assert_eq!(result.unwrap(), ctrlkit_worker::Action::done());
@@ -510,7 +512,7 @@ async fn retries_under_every_api_error_back_off_and_recover() {
             "{text}: {}",
             client.last_status()
         );
-        assert_eq!(ran.queue.num_requeues(&KEY.to_owned()), 0, "{text}");
+        assert_eq!(ran.queue.num_requeues(&common::key(KEY)), 0, "{text}");
     }
 }
 
@@ -532,16 +534,18 @@ async fn a_refused_connection_is_a_retryable_error() {
         Arc::new(KubePodControl::without_events(client)),
         owner_client.clone(),
         ControllerOptions::default(),
-    );
+    )
+    .unwrap();
     let rs = replica_set("web", 3, "web");
     *owner_client.live.lock() = Some(rs.clone());
     owners.apply_event(Event::Apply(rs));
-    let err = controller.sync(KEY).await.unwrap_err();
+    let err = controller.sync(&common::key(KEY)).await.unwrap_err();
     assert!(matches!(err, Error::CreatePods(_)), "{err}");
     assert!(!err.is_terminal());
     assert!(!err.to_string().is_empty());
     assert_eq!(
         controller
+            .runtime()
             .expectations()
             .get_expectations(KEY)
             .map(|e| e.add),
@@ -567,7 +571,7 @@ async fn an_invalid_selector_operator_is_reported_once_and_not_retried() {
     });
     rig.seed(&rs, &[PodSpec::running("web").build("orphan")]);
 
-    let err = rig.controller.sync(KEY).await.unwrap_err();
+    let err = rig.controller.sync(&common::key(KEY)).await.unwrap_err();
     assert!(matches!(err, Error::InvalidSelector { .. }), "{err}");
     assert!(err.is_terminal());
     assert!(err.to_string().contains("\"Foo\""), "{err}");
@@ -587,18 +591,18 @@ async fn an_invalid_selector_operator_is_reported_once_and_not_retried() {
 
     // Once the watch shows the condition on the owner, a sync writes
     // nothing more.
-    rig.controller.sync(KEY).await.unwrap_err();
+    rig.controller.sync(&common::key(KEY)).await.unwrap_err();
     assert_eq!(rig.client.write_count(), 1);
 
     // Run for ten minutes: the key is dropped after its one sync.
-    rig.controller.queue().add(KEY.to_owned());
+    rig.controller.runtime().queue().add(common::key(KEY));
     let ran = rig.run_for(TEN_MINUTES).await;
     assert_eq!(ran.client.write_count(), 1);
     assert_eq!(ran.fake.create_count(), 0);
     let failures = logs.lines("terminal error");
     assert_eq!(failures.len(), 1, "{failures:?}");
     assert!(failures[0].contains("invalid pod selector"), "{failures:?}");
-    assert_eq!(ran.queue.num_requeues(&KEY.to_owned()), 0);
+    assert_eq!(ran.queue.num_requeues(&common::key(KEY)), 0);
 }
 
 #[tokio::test]
@@ -608,7 +612,7 @@ async fn a_selector_not_matching_the_template_is_reported_until_fixed() {
         v["spec"]["template"]["metadata"]["labels"] = json!({"app": "other"});
     });
     rig.seed(&rs, &[]);
-    let err = rig.controller.sync(KEY).await.unwrap_err();
+    let err = rig.controller.sync(&common::key(KEY)).await.unwrap_err();
     assert!(matches!(err, Error::SelectorMismatch { .. }), "{err}");
     assert!(err.is_terminal());
     assert_eq!(rig.fake.create_count(), 0);
@@ -627,7 +631,7 @@ async fn a_selector_not_matching_the_template_is_reported_until_fixed() {
         v["spec"]["template"]["metadata"]["labels"] = json!({"app": "web"});
         v["metadata"]["generation"] = json!(2);
     });
-    rig.controller.sync(KEY).await.unwrap();
+    rig.controller.sync(&common::key(KEY)).await.unwrap();
     assert_eq!(rig.fake.created_pods().len(), 2);
     let status = rig.client.last_status();
     assert!(has_no_conditions(&status), "{status}");
@@ -641,14 +645,14 @@ async fn a_failed_create_after_a_fixed_selector_replaces_the_invalid_spec_reason
         v["spec"]["template"]["metadata"]["labels"] = json!({"app": "other"});
     });
     rig.seed(&rs, &[]);
-    rig.controller.sync(KEY).await.unwrap_err();
+    rig.controller.sync(&common::key(KEY)).await.unwrap_err();
     rig.user_edit(|v| {
         v["spec"]["template"]["metadata"]["labels"] = json!({"app": "web"});
     });
     rig.fake.fail_after_op(Operation::Create, 0, || {
         PodControlError::api_status(403, "Forbidden", "exceeded quota")
     });
-    rig.controller.sync(KEY).await.unwrap_err();
+    rig.controller.sync(&common::key(KEY)).await.unwrap_err();
     let (_, reason, message) = condition(&rig.client.last_status());
     assert_eq!(reason, "FailedCreate");
     assert!(message.contains("exceeded quota"), "{message}");
@@ -662,7 +666,7 @@ async fn an_invalid_replication_controller_selector_is_reported() {
         v["spec"]["template"]["metadata"]["labels"] = json!({"app": "not a label value!"});
     });
     rig.seed(&rc, &[]);
-    let err = rig.controller.sync(KEY).await.unwrap_err();
+    let err = rig.controller.sync(&common::key(KEY)).await.unwrap_err();
     assert!(matches!(err, Error::InvalidSelector { .. }), "{err}");
     assert!(err.to_string().contains("invalid label value"), "{err}");
     let (_, reason, _) = condition(&rig.client.last_status());
@@ -684,7 +688,7 @@ async fn negative_replicas_scale_to_zero_with_a_warning() {
             })
             .collect();
         rig.seed(&rs, &pods);
-        rig.controller.sync(KEY).await.unwrap();
+        rig.controller.sync(&common::key(KEY)).await.unwrap();
         assert_eq!(rig.fake.delete_count(), 2, "{replicas}");
         assert_eq!(rig.expectations(), Some((0, 2)), "{replicas}");
         let warnings = logs.lines("negative spec.replicas");
@@ -698,7 +702,7 @@ async fn negative_replicas_scale_to_zero_with_a_warning() {
         for pod in &pods {
             rig.pods.apply_event(Event::Delete(pod.clone()));
         }
-        rig.controller.sync(KEY).await.unwrap();
+        rig.controller.sync(&common::key(KEY)).await.unwrap();
         assert_eq!(
             (rig.fake.create_count(), rig.fake.delete_count()),
             (0, 2),
@@ -715,13 +719,13 @@ async fn absurd_replica_counts_create_at_most_a_burst_per_sync() {
         rig.seed(&replica_set("web", replicas, "web"), &[]);
         let mut observed = 0usize;
         for round in 0..3 {
-            rig.controller.sync(KEY).await.unwrap();
+            rig.controller.sync(&common::key(KEY)).await.unwrap();
             let created = rig.fake.created_pods();
             assert_eq!(created.len(), burst, "{replicas}/{burst} round {round}");
             let burst_i64 = i64::try_from(burst).unwrap();
             assert_eq!(rig.expectations(), Some((burst_i64, 0)));
             // Until the informer shows them, nothing more is created.
-            rig.controller.sync(KEY).await.unwrap();
+            rig.controller.sync(&common::key(KEY)).await.unwrap();
             assert_eq!(rig.fake.create_count(), burst);
             // The status reports what the informer showed, never overflows.
             let status = rig.client.last_status();
@@ -747,7 +751,7 @@ async fn absurd_min_ready_seconds_neither_overflow_nor_spin() {
             .ready_since(5)
             .build("p0");
         rig.seed(&rs, &[pod]);
-        let action = rig.controller.sync(KEY).await.unwrap();
+        let action = rig.controller.sync(&common::key(KEY)).await.unwrap();
         let status = rig.client.last_status();
         if min_ready > 0 {
             // Ready, not yet available: one far requeue (when the pod
@@ -782,7 +786,7 @@ async fn a_template_the_server_rejects_stops_slow_start_at_the_first_batch() {
             "Pod \"web-x\" is invalid: spec.containers: Required value",
         )
     });
-    let err = rig.controller.sync(KEY).await.unwrap_err();
+    let err = rig.controller.sync(&common::key(KEY)).await.unwrap_err();
     assert!(matches!(err, Error::CreatePods(_)), "{err}");
     assert!(!err.is_terminal());
     assert_eq!(rig.fake.create_count(), 1);
@@ -802,7 +806,7 @@ async fn an_owner_deleted_mid_sync_ends_the_sync_quietly() {
     let rig = Rig::<ReplicaSet>::new(500);
     rig.seed(&replica_set("web", 3, "web"), &[]);
     *rig.client.fail_writes.lock() = Some(Arc::new(|| api_error(404, "NotFound")));
-    let action = rig.controller.sync(KEY).await.unwrap();
+    let action = rig.controller.sync(&common::key(KEY)).await.unwrap();
     assert_eq!(action, ctrlkit_worker::Action::done());
     assert_eq!(rig.fake.create_count(), 3);
     assert_eq!(rig.expectations(), None);
@@ -815,9 +819,12 @@ async fn an_owner_deleted_mid_sync_ends_the_sync_quietly() {
         &replica_set("web", 3, "web"),
         &[PodSpec::running("web").build("orphan")],
     );
-    rig.controller.expectations().expect_creations(KEY, 0);
+    rig.controller
+        .runtime()
+        .expectations()
+        .expect_creations(KEY, 0);
     *rig.client.live.lock() = None;
-    let action = rig.controller.sync(KEY).await.unwrap();
+    let action = rig.controller.sync(&common::key(KEY)).await.unwrap();
     assert_eq!(action, ctrlkit_worker::Action::done());
     assert_eq!((rig.fake.patch_count(), rig.fake.create_count()), (0, 0));
     assert_eq!(rig.expectations(), None);
@@ -830,7 +837,7 @@ async fn an_owner_deleted_mid_sync_ends_the_sync_quietly() {
     rig.seed(&old, &[]);
     *rig.client.fail_writes.lock() = Some(Arc::new(|| api_error(409, "Conflict")));
     *rig.client.live.lock() = Some(edit(&old, |v| v["metadata"]["uid"] = json!("uid-new")));
-    let action = rig.controller.sync(KEY).await.unwrap();
+    let action = rig.controller.sync(&common::key(KEY)).await.unwrap();
     assert_eq!(action, ctrlkit_worker::Action::done());
     assert_eq!((rig.client.write_count(), rig.client.gets()), (1, 1));
 }
@@ -878,7 +885,7 @@ async fn a_malformed_deletion_cost_counts_as_zero_and_is_logged() {
         })
         .collect();
     rig.seed(&rs, &pods);
-    rig.controller.sync(KEY).await.unwrap();
+    rig.controller.sync(&common::key(KEY)).await.unwrap();
     let mut deleted = rig.fake.deleted_pod_names();
     deleted.sort();
     assert_eq!(deleted, ["empty", "huge", "plus", "word"]);
@@ -1158,6 +1165,56 @@ async fn testcluster_too_many_requests_are_retried_no_faster_than_retry_after() 
     live.stop().await;
 }
 
+/// A 500 on pod creates: the `ReplicaFailure` condition and the
+/// `FailedCreate` events carry the server's own message (what `kubectl
+/// describe` shows), never a Rust dump of the client error.
+#[tokio::test(start_paused = true)]
+async fn testcluster_a_failed_create_reports_the_servers_message() {
+    let faults = FaultConfig::none()
+        .with_error(ErrorRule::verb("create", 1.0, ErrorKind::InternalError).for_resource("pods"));
+    let live = Live::start::<ReplicaSet>(faults).await;
+    live.api::<ReplicaSet>()
+        .create(
+            &PostParams::default(),
+            &live_replica_set("web", 2, good_pod_spec()),
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    let server_message = "injected fault: internal error while handling";
+    let dump = |text: &str| {
+        [
+            "ApiError",
+            "Status {",
+            "API request failed",
+            "Some(",
+            "code: 500",
+        ]
+        .iter()
+        .any(|debris| text.contains(debris))
+    };
+    let status = live.status::<ReplicaSet>("web").await;
+    let (kind, reason, message) = condition(&status);
+    assert_eq!(
+        (kind.as_str(), reason.as_str()),
+        ("ReplicaFailure", "FailedCreate")
+    );
+    assert!(message.starts_with(server_message), "{message}");
+    assert!(!dump(&message), "{message}");
+    let events = live.events("FailedCreate").await;
+    assert!(!events.is_empty());
+    for event in events {
+        let note = event.note.unwrap_or_default();
+        assert!(
+            note.starts_with(&format!("Error creating: {server_message}")),
+            "{note}"
+        );
+        assert!(!dump(&note), "{note}");
+    }
+    live.tc.faults().clear();
+    live.stop().await;
+}
+
 /// Server errors on the writes the controller makes (pod creates and the
 /// status write), and a server too slow to answer: bounded requests over
 /// ten minutes, then recovery.
@@ -1245,14 +1302,15 @@ async fn testcluster_server_errors_and_timeouts_back_off_and_recover() {
         Arc::new(KubePodControl::without_events(slow_client)),
         owner_client.clone(),
         ControllerOptions::default(),
-    );
+    )
+    .unwrap();
     let rs = replica_set("web", 3, "web");
     *owner_client.live.lock() = Some(rs.clone());
     owners.apply_event(Event::Apply(rs));
     tc.faults()
         .set_config(FaultConfig::none().with_latency(Latency::Fixed(TEN_MINUTES)));
     let started = tokio::time::Instant::now();
-    let err = controller.sync(KEY).await.unwrap_err();
+    let err = controller.sync(&common::key(KEY)).await.unwrap_err();
     assert!(
         started.elapsed() < Duration::from_secs(60),
         "{:?}",

@@ -14,10 +14,10 @@ use std::cell::Cell;
 use std::time::Duration;
 
 use common::{Harness, NS, edit, live_replica_set, replica_set, replication_controller};
-use ctrlkit_informer::SharedInformerFactory;
+use ctrlkit_informer::{ObjectKey, SharedInformerFactory};
 use ctrlkit_replicaset::{
     ChurnGuardOptions, ControllerOptions, FAILED_POD_CHURN_REASON, REPLICA_FAILURE,
-    ReplicaSetController, object_key,
+    ReplicaSetController,
 };
 use ctrlkit_testcluster::kubelet::KubeletConfig;
 use ctrlkit_testcluster::{TestCluster, TestClusterConfig};
@@ -66,7 +66,12 @@ impl Fixture {
     /// it deleted in the caches, as the informers would.
     async fn sync(&self) -> ctrlkit_worker::Action {
         let writes = self.h.client.updates().len();
-        let action = self.h.controller.sync(&object_key(&self.rs)).await.unwrap();
+        let action = self
+            .h
+            .controller
+            .sync(&ObjectKey::from_object(&self.rs))
+            .await
+            .unwrap();
         let updates = self.h.client.updates();
         if updates.len() > writes {
             let mut written: ReplicaSet =

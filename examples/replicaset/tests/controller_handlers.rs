@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use common::{Harness, NS, PodSpec, edit, replica_set, replication_controller};
 use ctrlkit_informer::{DeletedFinalStateUnknown, DeletedObject, ObjectKey};
+use ctrlkit_replicaset::owners_selecting;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Pod, ReplicationController};
 use serde_json::json;
@@ -33,18 +34,18 @@ async fn owner_add_update_and_delete_enqueue_the_owner() {
     h.owner(&rs);
     assert_eq!(h.drain_queue(), ["default/web"]);
     // Any update enqueues, even a resync with the same object.
-    h.controller
-        .update_owner(&Arc::new(rs.clone()), &Arc::new(rs.clone()));
+    h.update_owner(&Arc::new(rs.clone()), &Arc::new(rs.clone()));
     assert_eq!(h.drain_queue(), ["default/web"]);
 
     h.controller
+        .runtime()
         .expectations()
         .expect_creations("default/web", 1);
-    h.controller
-        .delete_owner(&DeletedObject::Final(Arc::new(rs.clone())));
+    h.delete_owner(&DeletedObject::Final(Arc::new(rs.clone())));
     assert_eq!(h.drain_queue(), ["default/web"]);
     assert!(
         h.controller
+            .runtime()
             .expectations()
             .get_expectations("default/web")
             .is_none()
@@ -52,12 +53,14 @@ async fn owner_add_update_and_delete_enqueue_the_owner() {
 
     // Tombstones too.
     h.controller
+        .runtime()
         .expectations()
         .expect_creations("default/web", 1);
-    h.controller.delete_owner(&tombstone(rs));
+    h.delete_owner(&tombstone(rs));
     assert_eq!(h.drain_queue(), ["default/web"]);
     assert!(
         h.controller
+            .runtime()
             .expectations()
             .get_expectations("default/web")
             .is_none()
@@ -70,11 +73,13 @@ async fn an_owner_recreated_under_the_same_name_drops_old_expectations() {
     let old = replica_set("web", 1, "web");
     let new = edit(&old, |v| v["metadata"]["uid"] = json!("uid-web-2"));
     h.controller
+        .runtime()
         .expectations()
         .expect_creations("default/web", 1);
-    h.controller.update_owner(&Arc::new(old), &Arc::new(new));
+    h.update_owner(&Arc::new(old), &Arc::new(new));
     assert!(
         h.controller
+            .runtime()
             .expectations()
             .get_expectations("default/web")
             .is_none()
@@ -89,12 +94,14 @@ async fn a_new_owned_pod_is_a_creation_observation() {
     h.owner(&rs);
     h.drain_queue();
     h.controller
+        .runtime()
         .expectations()
         .expect_creations("default/web", 2);
     h.pod(&PodSpec::running("web").owned_by(&rs).build("a"));
     assert_eq!(h.drain_queue(), ["default/web"]);
     assert_eq!(
         h.controller
+            .runtime()
             .expectations()
             .get_expectations("default/web")
             .unwrap()
@@ -110,6 +117,7 @@ async fn a_pod_whose_controller_uid_does_not_match_is_ignored() {
     h.owner(&rs);
     h.drain_queue();
     h.controller
+        .runtime()
         .expectations()
         .expect_creations("default/web", 1);
     // Controlled by an earlier ReplicaSet with the same name.
@@ -118,6 +126,7 @@ async fn a_pod_whose_controller_uid_does_not_match_is_ignored() {
     assert!(h.drain_queue().is_empty());
     assert_eq!(
         h.controller
+            .runtime()
             .expectations()
             .get_expectations("default/web")
             .unwrap()
@@ -138,11 +147,15 @@ async fn an_orphan_enqueues_every_matching_owner_without_observing_a_creation() 
     }
     h.owner(&replica_set("other", 1, "other"));
     h.drain_queue();
-    h.controller.expectations().expect_creations("default/a", 1);
+    h.controller
+        .runtime()
+        .expectations()
+        .expect_creations("default/a", 1);
     h.pod(&PodSpec::running("web").build("orphan"));
     assert_eq!(h.drain_queue(), ["default/a", "default/b"]);
     assert_eq!(
         h.controller
+            .runtime()
             .expectations()
             .get_expectations("default/a")
             .unwrap()
@@ -177,11 +190,17 @@ async fn a_pod_seen_first_while_terminating_is_a_deletion_not_a_creation() {
     h.owner(&rs);
     h.drain_queue();
     h.controller
+        .runtime()
         .expectations()
         .expect_deletions("default/web", ["default/p".to_string()]);
     h.pod(&PodSpec::running("web").owned_by(&rs).deleting().build("p"));
     assert_eq!(h.drain_queue(), ["default/web"]);
-    assert!(h.controller.expectations().satisfied("default/web"));
+    assert!(
+        h.controller
+            .runtime()
+            .expectations()
+            .satisfied("default/web")
+    );
 }
 
 #[tokio::test]
@@ -191,7 +210,7 @@ async fn deletion_timestamps_count_once_per_expected_pod() {
     let rs = replica_set("web", 1, "web");
     h.owner(&rs);
     h.drain_queue();
-    let exp = h.controller.expectations();
+    let exp = h.controller.runtime().expectations();
     let live = PodSpec::running("web").owned_by(&rs).build("p");
     let deleting = with_rv(
         &PodSpec::running("web").owned_by(&rs).deleting().build("p"),
@@ -200,24 +219,20 @@ async fn deletion_timestamps_count_once_per_expected_pod() {
 
     // Update that sets the deletion timestamp: observed.
     exp.expect_deletions("default/web", ["default/p".to_string()]);
-    h.controller
-        .update_pod(&Arc::new(live.clone()), &Arc::new(deleting.clone()));
+    h.update_pod(&Arc::new(live.clone()), &Arc::new(deleting.clone()));
     assert_eq!(h.drain_queue(), ["default/web"]);
     assert!(exp.satisfied("default/web"));
 
     // Expecting another pod: updates and deletes of this one do not count.
     exp.expect_deletions("default/web", ["default/second".to_string()]);
     let deleting3 = with_rv(&deleting, "3");
-    h.controller
-        .update_pod(&Arc::new(deleting.clone()), &Arc::new(deleting3.clone()));
+    h.update_pod(&Arc::new(deleting.clone()), &Arc::new(deleting3.clone()));
     assert!(!exp.satisfied("default/web"));
-    h.controller
-        .delete_pod(&DeletedObject::Final(Arc::new(deleting3)));
+    h.delete_pod(&DeletedObject::Final(Arc::new(deleting3)));
     assert!(!exp.satisfied("default/web"));
     let second = PodSpec::running("web").owned_by(&rs).build("second");
     h.drain_queue();
-    h.controller
-        .delete_pod(&DeletedObject::Final(Arc::new(second)));
+    h.delete_pod(&DeletedObject::Final(Arc::new(second)));
     assert_eq!(h.drain_queue(), ["default/web"]);
     assert!(exp.satisfied("default/web"));
 }
@@ -230,7 +245,7 @@ async fn a_resync_with_the_same_resource_version_is_ignored() {
     let pod = Arc::new(PodSpec::running("web").owned_by(&rs).build("p"));
     h.pod(&pod);
     h.drain_queue();
-    h.controller.update_pod(&pod, &pod);
+    h.update_pod(&pod, &pod);
     assert!(h.drain_queue().is_empty());
 }
 
@@ -249,26 +264,26 @@ async fn label_and_controller_changes_enqueue_old_and_new_owners() {
     // 1. Owned by foobar, labels change: only the owner.
     let old = PodSpec::running("foo").owned_by(&foo).build("p");
     let new = with_rv(&relabel(&old, "bar"), "2");
-    h.controller.update_pod(&Arc::new(old), &Arc::new(new));
+    h.update_pod(&Arc::new(old), &Arc::new(new));
     assert_eq!(h.drain_queue(), ["default/foobar"]);
 
     // 2. Owned by barfoo, reference removed: the former owner, plus the
     //    owners matching the new labels (barfoo again).
     let old = PodSpec::running("bar").owned_by(&bar).build("p");
     let new = with_rv(&orphan(&old), "2");
-    h.controller.update_pod(&Arc::new(old), &Arc::new(new));
+    h.update_pod(&Arc::new(old), &Arc::new(new));
     assert_eq!(h.drain_queue(), ["default/barfoo"]);
 
     // 3. Owned by foobar, reference removed and relabelled for barfoo: both.
     let old = PodSpec::running("foo").owned_by(&foo).build("p");
     let new = with_rv(&relabel(&orphan(&old), "bar"), "2");
-    h.controller.update_pod(&Arc::new(old), &Arc::new(new));
+    h.update_pod(&Arc::new(old), &Arc::new(new));
     assert_eq!(h.drain_queue(), ["default/barfoo", "default/foobar"]);
 
     // 4. An orphan whose labels did not change enqueues nobody.
     let old = PodSpec::running("foo").build("p");
     let new = with_rv(&old, "2");
-    h.controller.update_pod(&Arc::new(old), &Arc::new(new));
+    h.update_pod(&Arc::new(old), &Arc::new(new));
     assert!(h.drain_queue().is_empty());
 }
 
@@ -279,6 +294,7 @@ async fn a_relabelled_terminating_pod_counts_as_deleted_for_both_label_sets() {
     h.owner(&rs);
     h.drain_queue();
     h.controller
+        .runtime()
         .expectations()
         .expect_deletions("default/web", ["default/p".to_string()]);
     let old = PodSpec::running("web").owned_by(&rs).build("p");
@@ -289,9 +305,14 @@ async fn a_relabelled_terminating_pod_counts_as_deleted_for_both_label_sets() {
         ),
         "2",
     );
-    h.controller.update_pod(&Arc::new(old), &Arc::new(new));
+    h.update_pod(&Arc::new(old), &Arc::new(new));
     assert_eq!(h.drain_queue(), ["default/web"]);
-    assert!(h.controller.expectations().satisfied("default/web"));
+    assert!(
+        h.controller
+            .runtime()
+            .expectations()
+            .satisfied("default/web")
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -311,7 +332,7 @@ async fn a_pod_turning_ready_requeues_after_min_ready_seconds_plus_one() {
             .build("p"),
         "2",
     );
-    h.controller.update_pod(&Arc::new(old), &Arc::new(new));
+    h.update_pod(&Arc::new(old), &Arc::new(new));
     assert_eq!(h.drain_queue(), ["default/web"]);
     tokio::time::advance(Duration::from_secs(10)).await;
     tokio::task::yield_now().await;
@@ -330,18 +351,23 @@ async fn deleting_an_orphan_enqueues_nothing_and_tombstones_are_deletes() {
     let rs = replica_set("web", 1, "web");
     h.owner(&rs);
     h.drain_queue();
-    h.controller.delete_pod(&DeletedObject::Final(Arc::new(
+    h.delete_pod(&DeletedObject::Final(Arc::new(
         PodSpec::running("web").build("o"),
     )));
     assert!(h.drain_queue().is_empty());
 
     h.controller
+        .runtime()
         .expectations()
         .expect_deletions("default/web", ["default/p".to_string()]);
-    h.controller
-        .delete_pod(&tombstone(PodSpec::running("web").owned_by(&rs).build("p")));
+    h.delete_pod(&tombstone(PodSpec::running("web").owned_by(&rs).build("p")));
     assert_eq!(h.drain_queue(), ["default/web"]);
-    assert!(h.controller.expectations().satisfied("default/web"));
+    assert!(
+        h.controller
+            .runtime()
+            .expectations()
+            .satisfied("default/web")
+    );
 }
 
 #[tokio::test]
@@ -354,13 +380,19 @@ async fn relists_deliver_tombstones_through_the_informer() {
     h.pod(&pod);
     h.drain_queue();
     h.controller
+        .runtime()
         .expectations()
         .expect_deletions("default/web", ["default/p".to_string()]);
     // A relist without the pod: the informer hands over a tombstone.
     h.pods.apply_event(Event::Init);
     h.pods.apply_event(Event::InitDone);
     assert_eq!(h.drain_queue(), ["default/web"]);
-    assert!(h.controller.expectations().satisfied("default/web"));
+    assert!(
+        h.controller
+            .runtime()
+            .expectations()
+            .satisfied("default/web")
+    );
     assert!(h.pods.store().get(NS, "p").is_none());
 }
 
@@ -386,11 +418,10 @@ async fn owner_lookup_by_labels_stays_in_the_namespace_and_skips_empty_selectors
     h.owner(&elsewhere);
     h.owner(&empty);
     let pod = PodSpec::running("web").build("p");
-    assert!(h.controller.owners_selecting(&pod).is_empty());
+    let owners = h.controller.runtime().store();
+    assert!(owners_selecting(&owners, &pod).is_empty());
     h.owner(&replica_set("bar", 1, "web"));
-    let found: Vec<_> = h
-        .controller
-        .owners_selecting(&pod)
+    let found: Vec<_> = owners_selecting(&owners, &pod)
         .iter()
         .map(|o| o.metadata.name.clone().unwrap())
         .collect();
@@ -405,14 +436,23 @@ async fn expectations_start_clean_when_an_owner_is_recreated() {
     let rs = replica_set("web", 1, "web");
     h.owner(&rs);
     assert_eq!(h.drain_queue(), ["default/web"]);
-    h.controller.sync("default/web").await.unwrap();
+    h.controller
+        .sync(&common::key("default/web"))
+        .await
+        .unwrap();
     assert_eq!(h.fake.create_count(), 1);
-    assert!(!h.controller.expectations().satisfied("default/web"));
+    assert!(
+        !h.controller
+            .runtime()
+            .expectations()
+            .satisfied("default/web")
+    );
 
     h.owners.apply_event(Event::Delete(rs.clone()));
     assert_eq!(h.drain_queue(), ["default/web"]);
     assert!(
         h.controller
+            .runtime()
             .expectations()
             .get_expectations("default/web")
             .is_none()
@@ -422,8 +462,16 @@ async fn expectations_start_clean_when_an_owner_is_recreated() {
     h.owner(&again);
     assert_eq!(h.drain_queue(), ["default/web"]);
     h.fake.clear();
-    h.controller.sync("default/web").await.unwrap();
+    h.controller
+        .sync(&common::key("default/web"))
+        .await
+        .unwrap();
     assert_eq!(h.fake.create_count(), 1);
     assert_eq!(h.fake.controller_refs()[0].uid, "uid-web-2");
-    assert!(!h.controller.expectations().satisfied("default/web"));
+    assert!(
+        !h.controller
+            .runtime()
+            .expectations()
+            .satisfied("default/web")
+    );
 }

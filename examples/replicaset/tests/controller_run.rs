@@ -24,7 +24,7 @@ async fn failed_syncs_are_retried_with_backoff_until_they_succeed() {
     h.owners.apply_event(Event::InitDone);
     h.pods.apply_event(Event::Init);
     h.pods.apply_event(Event::InitDone);
-    assert!(h.controller.has_synced());
+    assert!(h.controller.runtime().has_synced());
 
     let Harness {
         controller, client, ..
@@ -41,7 +41,7 @@ async fn failed_syncs_are_retried_with_backoff_until_they_succeed() {
 #[tokio::test(start_paused = true)]
 async fn run_returns_when_shut_down_before_the_caches_sync() {
     let h = Harness::<ReplicaSet>::new();
-    assert!(!h.controller.has_synced());
+    assert!(!h.controller.runtime().has_synced());
     let token = CancellationToken::new();
     token.cancel();
     h.controller.run(token).await.unwrap();

@@ -25,7 +25,10 @@ async fn a_replica_set_with_enough_pods_does_nothing() {
                 .build(&format!("p{i}")),
         );
     }
-    h.controller.sync("default/web").await.unwrap();
+    h.controller
+        .sync(&common::key("default/web"))
+        .await
+        .unwrap();
     assert_eq!(
         (
             h.fake.create_count(),
@@ -41,7 +44,10 @@ async fn missing_pods_are_created_with_a_controller_reference() {
     let h = RsHarness::new();
     let rs = replica_set("web", 3, "web");
     h.owner(&rs);
-    h.controller.sync("default/web").await.unwrap();
+    h.controller
+        .sync(&common::key("default/web"))
+        .await
+        .unwrap();
     assert_eq!(h.fake.create_count(), 3);
     for r in h.fake.controller_refs() {
         assert_eq!(
@@ -66,7 +72,10 @@ async fn a_replication_controller_with_a_map_selector_creates_v1_owned_pods() {
     h.owner(&rc);
     // One orphan that matches: adopted, so only one pod is created.
     h.pod(&PodSpec::running("legacy").build("orphan"));
-    h.controller.sync("default/legacy").await.unwrap();
+    h.controller
+        .sync(&common::key("default/legacy"))
+        .await
+        .unwrap();
     assert_eq!(h.fake.patch_count(), 1);
     let patch = &h.fake.patches()[0].1;
     assert_eq!(
@@ -95,7 +104,11 @@ async fn creates_stop_after_the_first_failing_slow_start_batch() {
     let h = RsHarness::new();
     h.fake.set_create_limit(10);
     h.owner(&replica_set("web", 100, "web"));
-    let err = h.controller.sync("default/web").await.unwrap_err();
+    let err = h
+        .controller
+        .sync(&common::key("default/web"))
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::CreatePods(_)), "{err}");
     // Batches 1, 2, 4, 8: the fourth fails, the fifth never starts.
     assert!(h.fake.create_count() <= 15, "{}", h.fake.create_count());
@@ -103,6 +116,7 @@ async fn creates_stop_after_the_first_failing_slow_start_batch() {
     // Failed and never-attempted creates were taken off the expectations.
     let exp = h
         .controller
+        .runtime()
         .expectations()
         .get_expectations("default/web")
         .unwrap();
@@ -118,7 +132,10 @@ async fn burst_round_trip(burst: usize, replicas: usize) {
     h.owner(&rs);
     let mut have = 0;
     while have < replicas {
-        h.controller.sync("default/web").await.unwrap();
+        h.controller
+            .sync(&common::key("default/web"))
+            .await
+            .unwrap();
         let expected = (replicas - have).min(burst);
         let created = h.fake.created_pods();
         assert_eq!(created.len(), expected);
@@ -129,11 +146,15 @@ async fn burst_round_trip(burst: usize, replicas: usize) {
         }
         let exp = h
             .controller
+            .runtime()
             .expectations()
             .get_expectations("default/web")
             .unwrap();
         assert_eq!(exp.add, 1);
-        h.controller.sync("default/web").await.unwrap();
+        h.controller
+            .sync(&common::key("default/web"))
+            .await
+            .unwrap();
         assert_eq!(h.fake.create_count(), 0, "a dormant sync creates nothing");
         h.pod(&created[expected - 1]);
         have += expected;
@@ -144,12 +165,19 @@ async fn burst_round_trip(burst: usize, replicas: usize) {
     let rs0 = edit(&rs, |v| v["spec"]["replicas"] = json!(0));
     h.owner(&rs0);
     while have > 0 {
-        h.controller.sync("default/web").await.unwrap();
+        h.controller
+            .sync(&common::key("default/web"))
+            .await
+            .unwrap();
         let expected = have.min(burst);
         let deleted = h.fake.deleted_pod_keys();
         assert_eq!(deleted.len(), expected);
         h.fake.clear();
-        let pending = h.controller.expectations().pending_deletions("default/web");
+        let pending = h
+            .controller
+            .runtime()
+            .expectations()
+            .pending_deletions("default/web");
         assert_eq!(pending.len(), expected);
         let store = h.pods.store();
         let pods: Vec<_> = deleted
@@ -161,12 +189,16 @@ async fn burst_round_trip(burst: usize, replicas: usize) {
         }
         assert_eq!(
             h.controller
+                .runtime()
                 .expectations()
                 .pending_deletions("default/web")
                 .len(),
             1
         );
-        h.controller.sync("default/web").await.unwrap();
+        h.controller
+            .sync(&common::key("default/web"))
+            .await
+            .unwrap();
         assert_eq!(h.fake.delete_count(), 0, "a dormant sync deletes nothing");
         h.remove_pod(&pods[expected - 1]);
         have -= expected;
@@ -185,20 +217,39 @@ async fn bursts_cap_creates_and_deletes_per_sync() {
 async fn expectations_block_creates_until_the_pods_are_observed() {
     let h = RsHarness::new();
     h.owner(&replica_set("web", 2, "web"));
-    h.controller.sync("default/web").await.unwrap();
+    h.controller
+        .sync(&common::key("default/web"))
+        .await
+        .unwrap();
     assert_eq!(h.fake.create_count(), 2);
     let created = h.fake.created_pods();
     h.fake.clear();
-    h.controller.sync("default/web").await.unwrap();
+    h.controller
+        .sync(&common::key("default/web"))
+        .await
+        .unwrap();
     assert_eq!(h.fake.create_count(), 0);
-    assert!(!h.controller.expectations().satisfied("default/web"));
+    assert!(
+        !h.controller
+            .runtime()
+            .expectations()
+            .satisfied("default/web")
+    );
     assert_eq!(h.observe_created(), 0); // cleared above: nothing to feed
     // The informer shows the two pods the controller created.
     for pod in &created {
         h.pod(pod);
     }
-    assert!(h.controller.expectations().satisfied("default/web"));
-    h.controller.sync("default/web").await.unwrap();
+    assert!(
+        h.controller
+            .runtime()
+            .expectations()
+            .satisfied("default/web")
+    );
+    h.controller
+        .sync(&common::key("default/web"))
+        .await
+        .unwrap();
     assert_eq!(h.fake.create_count(), 0);
 }
 
@@ -206,11 +257,17 @@ async fn expectations_block_creates_until_the_pods_are_observed() {
 async fn expectations_expire_after_five_minutes() {
     let h = RsHarness::new();
     h.owner(&replica_set("web", 2, "web"));
-    h.controller.sync("default/web").await.unwrap();
+    h.controller
+        .sync(&common::key("default/web"))
+        .await
+        .unwrap();
     h.fake.clear();
     tokio::time::advance(std::time::Duration::from_secs(301)).await;
     // The watch events were lost: after the TTL the controller acts again.
-    h.controller.sync("default/web").await.unwrap();
+    h.controller
+        .sync(&common::key("default/web"))
+        .await
+        .unwrap();
     assert_eq!(h.fake.create_count(), 2);
 }
 
@@ -223,12 +280,25 @@ async fn the_sync_after_a_failed_create_creates_again() {
     h.fake.fail_next_op(Operation::Create, 1, || {
         PodControlError::api_status(500, "InternalError", "fake error")
     });
-    assert!(h.controller.sync("default/web").await.is_err());
+    assert!(
+        h.controller
+            .sync(&common::key("default/web"))
+            .await
+            .is_err()
+    );
     assert_eq!(h.fake.create_count(), 1);
     // The failed create lowered its expectation: not dormant.
-    assert!(h.controller.expectations().satisfied("default/web"));
+    assert!(
+        h.controller
+            .runtime()
+            .expectations()
+            .satisfied("default/web")
+    );
     h.fake.clear();
-    h.controller.sync("default/web").await.unwrap();
+    h.controller
+        .sync(&common::key("default/web"))
+        .await
+        .unwrap();
     assert_eq!(h.fake.create_count(), 1);
 }
 
@@ -252,11 +322,18 @@ async fn scale_down_deletes_not_ready_pods_first() {
             .build("unscheduled"),
     );
     h.pod(&PodSpec::running("web").owned_by(&rs).build("ready-2"));
-    h.controller.sync("default/web").await.unwrap();
+    h.controller
+        .sync(&common::key("default/web"))
+        .await
+        .unwrap();
     let mut deleted = h.fake.deleted_pod_names();
     deleted.sort();
     assert_eq!(deleted, ["not-ready", "unscheduled"]);
-    let mut pending = h.controller.expectations().pending_deletions("default/web");
+    let mut pending = h
+        .controller
+        .runtime()
+        .expectations()
+        .pending_deletions("default/web");
     pending.sort();
     assert_eq!(pending, ["default/not-ready", "default/unscheduled"]);
 }
@@ -302,7 +379,10 @@ async fn scale_down_prefers_the_node_crowded_with_related_pods() {
             .build("old-2"),
     );
     assert_eq!(h.controller.related_pods(&new).len(), 4);
-    h.controller.sync("default/new").await.unwrap();
+    h.controller
+        .sync(&common::key("default/new"))
+        .await
+        .unwrap();
     assert_eq!(h.fake.deleted_pod_names(), ["new-2"]);
 }
 
@@ -311,7 +391,10 @@ async fn a_matching_orphan_is_adopted_instead_of_creating() {
     let h = RsHarness::new();
     h.owner(&replica_set("web", 1, "web"));
     h.pod(&PodSpec::running("web").build("orphan"));
-    h.controller.sync("default/web").await.unwrap();
+    h.controller
+        .sync(&common::key("default/web"))
+        .await
+        .unwrap();
     assert_eq!((h.fake.create_count(), h.fake.patch_count()), (0, 1));
     let (name, patch) = &h.fake.patches()[0];
     assert_eq!(name, "orphan");
@@ -329,7 +412,10 @@ async fn an_owned_pod_that_stops_matching_is_released_and_replaced() {
     let mut spec = PodSpec::running("web").owned_by(&rs);
     spec.labels = json!({"app": "debug"});
     h.pod(&spec.build("relabelled"));
-    h.controller.sync("default/web").await.unwrap();
+    h.controller
+        .sync(&common::key("default/web"))
+        .await
+        .unwrap();
     assert_eq!((h.fake.create_count(), h.fake.patch_count()), (1, 1));
     let patch = &h.fake.patches()[0].1;
     assert_eq!(patch["metadata"]["ownerReferences"][0]["$patch"], "delete");
@@ -343,7 +429,10 @@ async fn pods_of_another_controller_are_never_touched() {
     let other = edit(&replica_set("other", 1, "web"), |_| {});
     h.owner(&rs);
     h.pod(&PodSpec::running("web").owned_by(&other).build("theirs"));
-    h.controller.sync("default/web").await.unwrap();
+    h.controller
+        .sync(&common::key("default/web"))
+        .await
+        .unwrap();
     assert_eq!(
         (
             h.fake.create_count(),
@@ -363,7 +452,11 @@ async fn failed_adoptions_fail_the_sync_without_creating() {
     h.fake.fail_after_op(Operation::Patch, 0, || {
         PodControlError::api_status(500, "InternalError", "fake Error")
     });
-    let err = h.controller.sync("default/web").await.unwrap_err();
+    let err = h
+        .controller
+        .sync(&common::key("default/web"))
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("fake Error"), "{err}");
     assert_eq!(
         (
@@ -387,7 +480,10 @@ async fn an_owner_being_deleted_neither_adopts_nor_creates() {
     });
     h.owner(&rs);
     h.pod(&PodSpec::running("web").build("orphan"));
-    h.controller.sync("default/web").await.unwrap();
+    h.controller
+        .sync(&common::key("default/web"))
+        .await
+        .unwrap();
     assert_eq!(
         (
             h.fake.create_count(),
@@ -408,7 +504,12 @@ async fn a_deletion_seen_only_by_the_live_read_stops_adoption() {
         v["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
     }));
     h.pod(&PodSpec::running("web").build("orphan"));
-    assert!(h.controller.sync("default/web").await.is_err());
+    assert!(
+        h.controller
+            .sync(&common::key("default/web"))
+            .await
+            .is_err()
+    );
     assert_eq!(
         (
             h.fake.create_count(),
@@ -423,12 +524,18 @@ async fn a_deletion_seen_only_by_the_live_read_stops_adoption() {
 async fn a_deleted_owner_drops_its_expectations() {
     let h = RsHarness::new();
     h.controller
+        .runtime()
         .expectations()
         .expect_creations("default/gone", 3);
-    let action = h.controller.sync("default/gone").await.unwrap();
+    let action = h
+        .controller
+        .sync(&common::key("default/gone"))
+        .await
+        .unwrap();
     assert_eq!(action, ctrlkit_worker::Action::done());
     assert!(
         h.controller
+            .runtime()
             .expectations()
             .get_expectations("default/gone")
             .is_none()
@@ -439,7 +546,11 @@ async fn a_deleted_owner_drops_its_expectations() {
 #[tokio::test]
 async fn an_invalid_key_is_a_terminal_error() {
     let h = RsHarness::new();
-    let err = h.controller.sync("no-slash").await.unwrap_err();
+    let err = h
+        .controller
+        .sync(&common::key("no-slash"))
+        .await
+        .unwrap_err();
     assert!(err.is_terminal());
 }
 
@@ -451,7 +562,11 @@ async fn an_invalid_selector_is_a_terminal_error_for_that_key() {
             json!({"matchExpressions": [{"key": "app", "operator": "Near", "values": ["web"]}]});
     });
     h.owner(&rs);
-    let err = h.controller.sync("default/web").await.unwrap_err();
+    let err = h
+        .controller
+        .sync(&common::key("default/web"))
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::InvalidSelector { .. }), "{err}");
     assert!(err.is_terminal());
     assert_eq!(h.fake.create_count(), 0);
@@ -464,7 +579,11 @@ async fn a_selector_not_matching_the_template_is_refused() {
         v["spec"]["template"]["metadata"]["labels"] = json!({"app": "other"});
     });
     h.owner(&rs);
-    let err = h.controller.sync("default/web").await.unwrap_err();
+    let err = h
+        .controller
+        .sync(&common::key("default/web"))
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::SelectorMismatch { .. }), "{err}");
     assert_eq!(h.fake.create_count(), 0);
 }
@@ -477,7 +596,11 @@ async fn an_empty_selector_is_refused_instead_of_adopting_everything() {
     });
     h.owner(&rs);
     h.pod(&PodSpec::running("anything").build("unrelated"));
-    let err = h.controller.sync("default/web").await.unwrap_err();
+    let err = h
+        .controller
+        .sync(&common::key("default/web"))
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::EmptySelector { .. }), "{err}");
     assert!(err.is_terminal());
     assert_eq!((h.fake.create_count(), h.fake.patch_count()), (0, 0));
@@ -489,7 +612,10 @@ async fn negative_replicas_count_as_zero() {
     let rs = replica_set("web", -3, "web");
     h.owner(&rs);
     h.pod(&PodSpec::running("web").owned_by(&rs).build("a"));
-    h.controller.sync("default/web").await.unwrap();
+    h.controller
+        .sync(&common::key("default/web"))
+        .await
+        .unwrap();
     assert_eq!(h.fake.deleted_pod_names(), ["a"]);
 }
 
@@ -497,10 +623,14 @@ async fn negative_replicas_count_as_zero() {
 async fn absurd_replica_counts_create_one_burst_per_sync() {
     let h = RsHarness::new();
     h.owner(&replica_set("web", 1_000_000, "web"));
-    h.controller.sync("default/web").await.unwrap();
+    h.controller
+        .sync(&common::key("default/web"))
+        .await
+        .unwrap();
     assert_eq!(h.fake.create_count(), 500);
     let exp = h
         .controller
+        .runtime()
         .expectations()
         .get_expectations("default/web")
         .unwrap();
@@ -518,7 +648,11 @@ async fn a_rejected_template_sets_failed_create_until_creates_succeed() {
             "Pod \"web-x\" is invalid: spec.containers: Required value",
         )
     });
-    let err = h.controller.sync("default/web").await.unwrap_err();
+    let err = h
+        .controller
+        .sync(&common::key("default/web"))
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::CreatePods(_)));
     let status = h.client.last_status();
     let cond = &status["conditions"][0];
@@ -534,7 +668,10 @@ async fn a_rejected_template_sets_failed_create_until_creates_succeed() {
     h.fake.clear_failures();
     let written = h.client.updates().last().cloned().unwrap();
     h.owner(&serde_json::from_value::<ReplicaSet>(written).unwrap());
-    h.controller.sync("default/web").await.unwrap();
+    h.controller
+        .sync(&common::key("default/web"))
+        .await
+        .unwrap();
     assert_eq!(h.fake.created_pods().len(), 2);
     assert!(
         h.client
@@ -553,11 +690,15 @@ async fn a_terminating_namespace_is_not_a_create_failure() {
             namespace: NS.into(),
         }
     });
-    h.controller.sync("default/web").await.unwrap();
+    h.controller
+        .sync(&common::key("default/web"))
+        .await
+        .unwrap();
     assert_eq!(h.fake.create_count(), 2);
     // Counted as successes: the expectation stays until the owner goes.
     let exp = h
         .controller
+        .runtime()
         .expectations()
         .get_expectations("default/web")
         .unwrap();
@@ -574,11 +715,16 @@ async fn failed_deletes_set_failed_delete_and_lower_expectations() {
     h.fake.fail_next_op(Operation::Delete, 1, || {
         PodControlError::api_status(500, "InternalError", "cannot delete")
     });
-    let err = h.controller.sync("default/web").await.unwrap_err();
+    let err = h
+        .controller
+        .sync(&common::key("default/web"))
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::DeletePods(_)));
     assert_eq!(h.fake.delete_count(), 2);
     assert_eq!(
         h.controller
+            .runtime()
             .expectations()
             .pending_deletions("default/web")
             .len(),
@@ -602,7 +748,10 @@ async fn an_unchanged_status_is_not_written() {
     });
     h.owner(&rs);
     h.pod(&PodSpec::running("web").owned_by(&rs).build("a"));
-    h.controller.sync("default/web").await.unwrap();
+    h.controller
+        .sync(&common::key("default/web"))
+        .await
+        .unwrap();
     assert!(h.client.updates().is_empty());
 }
 
@@ -611,14 +760,21 @@ async fn a_failed_status_write_is_retried_once_after_a_fresh_read() {
     let h = RsHarness::new();
     h.owner(&replica_set("web", 0, "web"));
     h.client.update_failures.lock().extend([409]);
-    h.controller.sync("default/web").await.unwrap();
+    h.controller
+        .sync(&common::key("default/web"))
+        .await
+        .unwrap();
     assert_eq!((h.client.gets(), h.client.updates().len()), (1, 2));
 
     // Failing every time: one read, two writes, then the error.
     let h = RsHarness::new();
     h.owner(&replica_set("web", 0, "web"));
     h.client.update_failures.lock().extend([409, 500]);
-    let err = h.controller.sync("default/web").await.unwrap_err();
+    let err = h
+        .controller
+        .sync(&common::key("default/web"))
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::UpdateStatus { .. }), "{err}");
     assert_eq!((h.client.gets(), h.client.updates().len()), (1, 2));
     for update in h.client.updates() {
@@ -640,7 +796,11 @@ async fn ready_but_unavailable_pods_requeue_when_they_become_available() {
             .ready_since(1)
             .build("a"),
     );
-    let action = h.controller.sync("default/web").await.unwrap();
+    let action = h
+        .controller
+        .sync(&common::key("default/web"))
+        .await
+        .unwrap();
     // Ready 1 s ago with minReadySeconds 30: available in 29 s (1.34+), not
     // after a blind 30 s. The margin only absorbs a slow test machine.
     let delay = action.requeue_delay().unwrap();
@@ -666,7 +826,11 @@ async fn ready_but_unavailable_pods_requeue_when_they_become_available() {
             .ready_since(60)
             .build("a"),
     );
-    let action = h.controller.sync("default/web").await.unwrap();
+    let action = h
+        .controller
+        .sync(&common::key("default/web"))
+        .await
+        .unwrap();
     assert_eq!(action.requeue_delay(), None);
 }
 
@@ -678,7 +842,10 @@ async fn terminating_pods_are_reported_but_not_counted_as_replicas() {
     h.pod(&PodSpec::running("web").owned_by(&rs).build("a"));
     h.pod(&PodSpec::running("web").owned_by(&rs).deleting().build("b"));
     h.pod(&PodSpec::running("web").owned_by(&rs).deleting().build("c"));
-    h.controller.sync("default/web").await.unwrap();
+    h.controller
+        .sync(&common::key("default/web"))
+        .await
+        .unwrap();
     assert_eq!(h.fake.create_count(), 0);
     let status = h.client.last_status();
     assert_eq!(status["replicas"], 1);
@@ -693,7 +860,10 @@ async fn a_replication_controller_without_selector_selects_its_template_labels()
     });
     h.owner(&rc);
     h.pod(&PodSpec::running("legacy").owned_by(&rc).build("a"));
-    h.controller.sync("default/legacy").await.unwrap();
+    h.controller
+        .sync(&common::key("default/legacy"))
+        .await
+        .unwrap();
     assert_eq!(h.fake.create_count(), 1);
     assert_eq!(h.client.last_status()["replicas"], 1);
 }

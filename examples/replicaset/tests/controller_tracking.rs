@@ -30,12 +30,13 @@ async fn an_adopted_orphan_does_not_satisfy_a_creation_expectation() {
     let rs = replica_set("web", 3, "web");
     h.owner(&rs);
     h.pod(&PodSpec::running("web").build("orphan"));
-    h.controller.sync(KEY).await.unwrap();
+    h.controller.sync(&common::key(KEY)).await.unwrap();
     // The orphan is adopted and two pods are created for the rest.
     assert_eq!((h.fake.patch_count(), h.fake.create_count()), (1, 2));
     let created = h.fake.created_pods();
     assert_eq!(
         h.controller
+            .runtime()
             .expectations()
             .get_expectations(KEY)
             .unwrap()
@@ -52,22 +53,27 @@ async fn an_adopted_orphan_does_not_satisfy_a_creation_expectation() {
     h.pod(&adopted);
     // Nor is a pod someone else created with a reference to us.
     h.pod(&PodSpec::running("web").owned_by(&rs).build("impostor"));
-    let exp = h.controller.expectations().get_expectations(KEY).unwrap();
+    let exp = h
+        .controller
+        .runtime()
+        .expectations()
+        .get_expectations(KEY)
+        .unwrap();
     assert_eq!(exp.add, 2, "foreign pods lowered the creation count");
     assert!(exp.tracks_creations);
-    assert!(!h.controller.expectations().satisfied(KEY));
+    assert!(!h.controller.runtime().expectations().satisfied(KEY));
 
     for pod in &created {
         h.pod(pod);
     }
-    assert!(h.controller.expectations().satisfied(KEY));
+    assert!(h.controller.runtime().expectations().satisfied(KEY));
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_lost_create_event_is_detected_and_reported_at_the_ttl() {
     let h = RsHarness::new();
     h.owner(&replica_set("web", 2, "web"));
-    h.controller.sync(KEY).await.unwrap();
+    h.controller.sync(&common::key(KEY)).await.unwrap();
     let created = h.fake.created_pods();
     h.fake.clear();
     // Only the second pod's watch event arrives.
@@ -75,7 +81,7 @@ async fn a_lost_create_event_is_detected_and_reported_at_the_ttl() {
 
     // Waiting for the first: the sync asks to look again when the
     // expectations expire, not later.
-    let action = h.controller.sync(KEY).await.unwrap();
+    let action = h.controller.sync(&common::key(KEY)).await.unwrap();
     let delay = action.requeue_delay().unwrap();
     assert!(
         delay > DEFAULT_EXPECTATIONS_TTL - Duration::from_secs(1)
@@ -86,13 +92,16 @@ async fn a_lost_create_event_is_detected_and_reported_at_the_ttl() {
     assert_eq!(h.controller.lost_creations(), 0);
 
     tokio::time::advance(delay).await;
-    h.controller.sync(KEY).await.unwrap();
+    h.controller.sync(&common::key(KEY)).await.unwrap();
     assert_eq!(h.controller.lost_creations(), 1);
-    assert_eq!(h.controller.expectations().stats().lost_creations, 1);
+    assert_eq!(
+        h.controller.runtime().expectations().stats().lost_creations,
+        1
+    );
     // The missing pod is created again, and the loss is reported once.
     assert_eq!(h.fake.create_count(), 1);
     h.observe_created();
-    h.controller.sync(KEY).await.unwrap();
+    h.controller.sync(&common::key(KEY)).await.unwrap();
     assert_eq!(h.controller.lost_creations(), 1);
 }
 
@@ -100,14 +109,14 @@ async fn a_lost_create_event_is_detected_and_reported_at_the_ttl() {
 async fn a_sync_waits_until_the_informers_show_the_controllers_own_writes() {
     let h = RsHarness::new().synced();
     h.owner(&replica_set("web", 2, "web"));
-    h.controller.sync(KEY).await.unwrap();
+    h.controller.sync(&common::key(KEY)).await.unwrap();
     assert_eq!(h.fake.create_count(), 2);
     assert_eq!(h.client.updates().len(), 1);
     let created = h.fake.created_pods();
     h.fake.clear();
 
     // Neither the pods nor the status write are in the caches: skipped.
-    let action = h.controller.sync(KEY).await.unwrap();
+    let action = h.controller.sync(&common::key(KEY)).await.unwrap();
     assert!(
         action
             .requeue_delay()
@@ -120,16 +129,16 @@ async fn a_sync_waits_until_the_informers_show_the_controllers_own_writes() {
     for pod in &created {
         h.pod(pod);
     }
-    h.controller.sync(KEY).await.unwrap();
+    h.controller.sync(&common::key(KEY)).await.unwrap();
     assert_eq!(h.controller.stale_sync_skips(), 2);
-    let pending = h.controller.consistency().pending(KEY);
+    let pending = h.controller.runtime().consistency().pending(KEY);
     assert_eq!(pending.len(), 1);
     assert_eq!(pending[0].0, GroupResource::of::<ReplicaSet>());
 
     // Now the cache holds our own status write: the next status write
     // starts from it (no 409) and reports the two pods.
     h.observe_status_write();
-    h.controller.sync(KEY).await.unwrap();
+    h.controller.sync(&common::key(KEY)).await.unwrap();
     assert_eq!(h.controller.stale_sync_skips(), 2);
     assert_eq!(h.client.updates().len(), 2);
     let sent = h.client.updates().last().unwrap().clone();
@@ -146,9 +155,9 @@ async fn with_read_own_writes_off_a_sync_runs_on_a_stale_cache() {
     })
     .synced();
     h.owner(&replica_set("web", 2, "web"));
-    h.controller.sync(KEY).await.unwrap();
-    h.controller.sync(KEY).await.unwrap();
-    assert!(!h.controller.consistency().is_enabled());
+    h.controller.sync(&common::key(KEY)).await.unwrap();
+    h.controller.sync(&common::key(KEY)).await.unwrap();
+    assert!(!h.controller.runtime().consistency().is_enabled());
     assert_eq!(h.controller.stale_sync_skips(), 0);
     // The second sync wrote the status again, from the outdated owner.
     let updates = h.client.updates();
@@ -164,16 +173,16 @@ async fn a_cache_that_never_catches_up_holds_the_owner_back_only_for_the_maximum
     })
     .synced();
     h.owner(&replica_set("web", 2, "web"));
-    h.controller.sync(KEY).await.unwrap();
+    h.controller.sync(&common::key(KEY)).await.unwrap();
     tokio::time::advance(Duration::from_secs(9)).await;
-    h.controller.sync(KEY).await.unwrap();
+    h.controller.sync(&common::key(KEY)).await.unwrap();
     assert_eq!(h.controller.stale_sync_skips(), 1);
     tokio::time::advance(Duration::from_secs(1)).await;
-    h.controller.sync(KEY).await.unwrap();
+    h.controller.sync(&common::key(KEY)).await.unwrap();
     assert_eq!(h.controller.stale_sync_skips(), 1);
-    assert!(h.controller.consistency().stats().gave_up >= 1);
+    assert!(h.controller.runtime().consistency().stats().gave_up >= 1);
     // The pod writes were given up on (the status write just made is new).
-    let pending = h.controller.consistency().pending(KEY);
+    let pending = h.controller.runtime().consistency().pending(KEY);
     assert!(
         pending
             .iter()
@@ -188,10 +197,10 @@ async fn deleting_the_owner_forgets_its_writes() {
     let h = RsHarness::new().synced();
     let rs = replica_set("web", 2, "web");
     h.owner(&rs);
-    h.controller.sync(KEY).await.unwrap();
-    assert!(!h.controller.consistency().is_empty());
+    h.controller.sync(&common::key(KEY)).await.unwrap();
+    assert!(!h.controller.runtime().consistency().is_empty());
     h.owners.apply_event(Event::Delete(rs));
-    assert!(h.controller.consistency().is_empty());
+    assert!(h.controller.runtime().consistency().is_empty());
 }
 
 /// The fake pod control, with the resourceVersion an API server would put
@@ -250,18 +259,19 @@ async fn adopting_a_pod_is_an_own_write() {
         Arc::new(VersionedPatches(FakePodControl::new())),
         client,
         ControllerOptions::default(),
-    );
+    )
+    .unwrap();
     owners.apply_event(Event::Apply(rs.clone()));
     pods.apply_event(Event::Apply(PodSpec::running("web").build("orphan")));
-    controller.sync(KEY).await.unwrap();
-    let pending = controller.consistency().pending(KEY);
+    controller.sync(&common::key(KEY)).await.unwrap();
+    let pending = controller.runtime().consistency().pending(KEY);
     assert!(
         pending.contains(&(GroupResource::of::<Pod>(), "500".to_owned())),
         "{pending:?}"
     );
     assert!(
         controller
-            .sync(KEY)
+            .sync(&common::key(KEY))
             .await
             .unwrap()
             .requeue_delay()
@@ -276,10 +286,10 @@ async fn adopting_a_pod_is_an_own_write() {
     owners.apply_event(Event::Apply(edit(&rs, |v| {
         v["metadata"]["resourceVersion"] = json!("181")
     })));
-    controller.sync(KEY).await.unwrap();
+    controller.sync(&common::key(KEY)).await.unwrap();
     assert_eq!(controller.stale_sync_skips(), 1);
     // Only the status write this sync made (one replica now) is pending.
-    let pending = controller.consistency().pending(KEY);
+    let pending = controller.runtime().consistency().pending(KEY);
     assert_eq!(pending.len(), 1, "{pending:?}");
     assert_eq!(pending[0].0, GroupResource::of::<ReplicaSet>());
 }
@@ -303,7 +313,7 @@ async fn the_requeue_is_timed_to_the_next_pod_becoming_available() {
     h.pod(&owned.clone().ready_since(2).build("b"));
     h.pod(&owned.clone().ready_since(6).build("c"));
     h.pod(&owned.clone().ready_since(3600).build("d"));
-    let action = h.controller.sync(KEY).await.unwrap();
+    let action = h.controller.sync(&common::key(KEY)).await.unwrap();
     let status = h.client.last_status();
     assert_eq!(
         (

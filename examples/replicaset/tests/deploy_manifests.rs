@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Parser;
 use ctrlkit_replicaset::cli::ControllerArgs;
+use ctrlkit_runtime::manager::ManagerArgs;
 use ctrlkit_testcluster::rbac::{Policy, TokenRegistry, UserInfo, resolve};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -264,8 +265,11 @@ fn allowed(policy: &Policy<'_>, user: &UserInfo, method: &str, path: &str, query
         .allowed()
 }
 
+/// What the binaries parse: the manager's flags and the controllers' own.
 #[derive(Debug, Parser)]
 struct Cli {
+    #[command(flatten)]
+    manager: ManagerArgs,
     #[command(flatten)]
     args: ControllerArgs,
 }
@@ -368,8 +372,8 @@ fn check_common(binary: &str, docs: &Docs, namespace: &str, watched: Option<&str
         .collect();
     let cli = Cli::try_parse_from(std::iter::once(binary.to_string()).chain(args))
         .unwrap_or_else(|e| panic!("{binary}: bad args: {e}"));
-    let settings = cli.args.run_settings(binary);
-    assert_eq!(settings.options.namespace.as_deref(), watched, "{binary}");
+    let settings = cli.manager.config(binary);
+    assert_eq!(settings.namespace.as_deref(), watched, "{binary}");
     let election = settings.leader_election.expect("leader election on");
     assert_eq!(election.lease_namespace, namespace);
     // The lease Role's resourceNames must name the lease the binary uses.

@@ -287,7 +287,8 @@ fn start_counting(
         control.clone(),
         Arc::new(KubeOwnerClient::new(env.client.clone())),
         options(env, burst),
-    );
+    )
+    .unwrap();
     factory.start();
     let token = CancellationToken::new();
     let task = tokio::spawn(controller.run(token.clone()));

@@ -6,12 +6,16 @@ mod process;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
+use std::time::{Duration, Instant};
+
 use process::{
-    Cluster, Process, create_replicaset, eventually, field, http_get, metric_sum, wait_converged,
+    Cluster, Process, create_replicaset, eventually, field, http_get, metric_sum, scale_replicaset,
+    wait_converged,
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_replicaset-controller");
 const LEASE: &str = "rs-controller-test";
+const LEASE_DURATION: &str = "6";
 
 fn candidate(name: &str, kubeconfig: &str) -> Process {
     Process::spawn(
@@ -28,7 +32,7 @@ fn candidate(name: &str, kubeconfig: &str) -> Process {
             // Short leases keep the test quick; 4 s between the renewal and
             // the expiry leave room for a loaded machine.
             "--lease-duration",
-            "6",
+            LEASE_DURATION,
             "--renew-deadline",
             "2",
             "--metrics-addr",
@@ -137,4 +141,114 @@ async fn a_leader_that_loses_its_lease_stops_with_an_error() {
     assert_eq!(status.code(), Some(1), "exit status {status}");
     assert!(leader.logged("leader election lost").is_some());
     assert!(leader.logged("released the lease").is_none());
+}
+
+/// Two candidates; waits until one leads. Returns (leader, stand-by,
+/// stand-by's identity).
+async fn elect(kubeconfig: &str, leases: &Api<Lease>) -> (Process, Process, String) {
+    let a = candidate("a", kubeconfig);
+    let b = candidate("b", kubeconfig);
+    let (id_a, id_b) = (identity(&a).await, identity(&b).await);
+    let first = eventually("a leader", || async {
+        let held = holder(leases).await?;
+        let logged =
+            a.logged("became the leader").is_some() || b.logged("became the leader").is_some();
+        logged.then_some(held)
+    })
+    .await;
+    if first == id_a {
+        (a, b, id_b)
+    } else {
+        (b, a, id_a)
+    }
+}
+
+/// Pod creates and deletes the API server answered with success since
+/// `before`.
+fn pod_writes(cluster: &Cluster, before: &ctrlkit_testcluster::RequestStats) -> (u64, u64) {
+    let since = cluster.cluster.requests().since(before);
+    (
+        since.count("create", "pods").success,
+        since.count("delete", "pods").success,
+    )
+}
+
+/// Issue 13's failover target: the leader is killed (no release); the
+/// stand-by syncs within the lease duration + 2 s of the kill, and no pod
+/// is created twice (exactly the missing pods are created, none deleted).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_leader_is_replaced_within_the_lease_duration_without_duplicate_pods() {
+    let cluster = Cluster::start().await;
+    let client = cluster.client();
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "default");
+    let kubeconfig = cluster.kubeconfig.path().to_str().unwrap().to_string();
+    let (leader, stand_by, stand_by_id) = elect(&kubeconfig, &leases).await;
+    let web = create_replicaset(&client, "default", "web", 2).await;
+    wait_converged(&client, "default", "web", &web, 2).await;
+    let before = cluster.cluster.requests();
+
+    leader.signal("KILL");
+    let killed = Instant::now();
+    // Work for the successor: a scale-up and a new ReplicaSet.
+    scale_replicaset(&client, "default", "web", 4).await;
+    let api = create_replicaset(&client, "default", "api", 3).await;
+    eventually("the stand-by's first sync", || async {
+        (reconciles(&stand_by).await > 0.0).then_some(())
+    })
+    .await;
+    let took = killed.elapsed();
+    let bound = Duration::from_secs(LEASE_DURATION.parse::<u64>().unwrap() + 2);
+    assert!(
+        took <= bound,
+        "the stand-by synced {took:?} after the kill (bound {bound:?})"
+    );
+    assert!(stand_by.logged("became the leader").is_some());
+    assert_eq!(holder(&leases).await, Some(stand_by_id));
+
+    wait_converged(&client, "default", "web", &web, 4).await;
+    wait_converged(&client, "default", "api", &api, 3).await;
+    // Settle: anything a duplicate sync would create has been sent by now.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        pod_writes(&cluster, &before),
+        (2 + 3, 0),
+        "(creates, deletes)"
+    );
+    drop(leader);
+}
+
+/// Issue 15's paused leader: `SIGSTOP` the leader longer than the lease,
+/// let the stand-by take over and converge a scale-up, then `SIGCONT`:
+/// the old leader sends no pod write (its fence closed while it was
+/// paused) and exits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_leader_writes_nothing_after_it_resumes() {
+    let cluster = Cluster::start().await;
+    let client = cluster.client();
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "default");
+    let kubeconfig = cluster.kubeconfig.path().to_str().unwrap().to_string();
+    let (mut leader, stand_by, stand_by_id) = elect(&kubeconfig, &leases).await;
+    let web = create_replicaset(&client, "default", "web", 2).await;
+    wait_converged(&client, "default", "web", &web, 2).await;
+
+    leader.signal("STOP");
+    stand_by.wait_for_log("became the leader").await;
+    assert_eq!(holder(&leases).await, Some(stand_by_id));
+    // Changes the paused leader has not seen: on resume its caches are
+    // stale and, unfenced, it would create pods for them.
+    scale_replicaset(&client, "default", "web", 5).await;
+    let api = create_replicaset(&client, "default", "api", 3).await;
+    wait_converged(&client, "default", "web", &web, 5).await;
+    wait_converged(&client, "default", "api", &api, 3).await;
+    let before = cluster.cluster.requests();
+
+    leader.signal("CONT");
+    let status = leader.wait_exit().await;
+    assert_eq!(status.code(), Some(1), "old leader exit status {status}");
+    assert!(leader.logged("leader election lost").is_some());
+    // The new leader had nothing left to do: every pod write since the
+    // resume would have been the old leader's.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(pod_writes(&cluster, &before), (0, 0), "(creates, deletes)");
+    wait_converged(&client, "default", "web", &web, 5).await;
 }

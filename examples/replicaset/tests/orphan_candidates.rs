@@ -55,7 +55,10 @@ async fn only_orphans_with_every_selected_label_are_adopted() {
     h.pod(&orphan(json!({"app": "web"})).build("half"));
     h.pod(&orphan(json!({"app": "db", "tier": "fe"})).build("other-app"));
     h.pod(&orphan(json!({"team": "x"})).build("unrelated"));
-    h.controller.sync("default/web").await.unwrap();
+    h.controller
+        .sync(&common::key("default/web"))
+        .await
+        .unwrap();
     assert_eq!(adopted(&h), ["match"]);
     assert_eq!(h.fake.create_count(), 2);
 }
@@ -75,7 +78,10 @@ async fn set_based_only_selectors_still_adopt_every_matching_orphan() {
     h.pod(&orphan(json!({"app": "canary"})).build("canary"));
     h.pod(&orphan(json!({"app": "web", "legacy": "yes"})).build("legacy"));
     h.pod(&orphan(json!({"app": "db"})).build("db"));
-    h.controller.sync("default/web").await.unwrap();
+    h.controller
+        .sync(&common::key("default/web"))
+        .await
+        .unwrap();
     assert_eq!(adopted(&h), ["canary", "web"]);
     assert_eq!(h.fake.create_count(), 0);
 }
@@ -95,7 +101,10 @@ async fn mixed_selectors_narrow_by_equality_and_filter_the_rest() {
     h.pod(&orphan(json!({"tier": "fe"})).build("no-app"));
     h.pod(&orphan(json!({"tier": "fe", "app": "db"})).build("db"));
     h.pod(&orphan(json!({"app": "web"})).build("no-tier"));
-    h.controller.sync("default/web").await.unwrap();
+    h.controller
+        .sync(&common::key("default/web"))
+        .await
+        .unwrap();
     assert_eq!(adopted(&h), ["no-app", "web"]);
     assert_eq!(h.fake.create_count(), 0);
 }
@@ -106,7 +115,10 @@ async fn replication_controllers_adopt_through_the_index_too() {
     h.owner(&replication_controller("legacy", 2, "legacy"));
     h.pod(&orphan(json!({"app": "legacy", "x": "y"})).build("match"));
     h.pod(&orphan(json!({"app": "other"})).build("other"));
-    h.controller.sync("default/legacy").await.unwrap();
+    h.controller
+        .sync(&common::key("default/legacy"))
+        .await
+        .unwrap();
     assert_eq!(adopted(&h), ["match"]);
     assert_eq!(h.fake.create_count(), 1);
 }
@@ -127,7 +139,10 @@ async fn an_orphan_relabelled_to_match_is_adopted_by_the_next_sync() {
     );
     h.pod(&PodSpec::running("web").owned_by(&rs).build("mine"));
     h.pod(&orphan(json!({"app": "db"})).build("stray"));
-    h.controller.sync("default/web").await.unwrap();
+    h.controller
+        .sync(&common::key("default/web"))
+        .await
+        .unwrap();
     assert!(adopted(&h).is_empty());
 
     // Relabelled: now the index lists it under app=web, and it is adopted
@@ -135,6 +150,9 @@ async fn an_orphan_relabelled_to_match_is_adopted_by_the_next_sync() {
     let mut relabelled = orphan(json!({"app": "web"})).build("stray");
     relabelled.metadata.resource_version = Some("2".into());
     h.pod(&relabelled);
-    h.controller.sync("default/web").await.unwrap();
+    h.controller
+        .sync(&common::key("default/web"))
+        .await
+        .unwrap();
     assert_eq!(adopted(&h), ["stray"]);
 }

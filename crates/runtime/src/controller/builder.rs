@@ -8,9 +8,11 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
-use ctrlkit_consistency::ConsistencyStore;
+use ctrlkit_consistency::{ConsistencyStore, NotObservedYet};
 use ctrlkit_expectations::{ControllerExpectations, DEFAULT_EXPECTATIONS_TTL};
-use ctrlkit_informer::{Informer, ObjectKey, SharedInformerFactory, Store, Transform};
+use ctrlkit_informer::{
+    EventHandler, Informer, ObjectKey, SharedInformerFactory, Store, Transform,
+};
 use ctrlkit_workqueue::{RateLimiter, WorkQueue};
 use kube::runtime::watcher;
 
@@ -234,6 +236,8 @@ pub struct ControllerBuilder<'a, K> {
     metrics: Option<ControllerMetrics>,
     expectations_ttl: Duration,
     read_own_writes: Option<Duration>,
+    owner_deleted: Option<super::handlers::OwnerDeletedFn>,
+    stale_skip: Option<super::StaleSkipFn>,
 }
 
 impl<K> fmt::Debug for ControllerBuilder<'_, K> {
@@ -248,6 +252,8 @@ impl<K> fmt::Debug for ControllerBuilder<'_, K> {
             .field("max_retries", &self.max_retries)
             .field("metrics", &self.metrics.is_some())
             .field("read_own_writes", &self.read_own_writes)
+            .field("on_owner_deleted", &self.owner_deleted.is_some())
+            .field("on_stale_skip", &self.stale_skip.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -275,6 +281,8 @@ impl<'a, K: Watchable> ControllerBuilder<'a, K> {
             metrics: None,
             expectations_ttl: DEFAULT_EXPECTATIONS_TTL,
             read_own_writes: None,
+            owner_deleted: None,
+            stale_skip: None,
         }
     }
 
@@ -439,6 +447,31 @@ impl<'a, K: Watchable> ControllerBuilder<'a, K> {
         self
     }
 
+    /// Calls `hook(key)` when an owner is deleted (or found re-created
+    /// under the same name with another UID), right after the controller
+    /// dropped the owner's expectations and read-own-writes records: the
+    /// place to drop per-owner state of your own (backoffs, caches), so a
+    /// new owner with the same name starts clean even if no reconcile ever
+    /// sees the old one gone. Runs on the informer's task: it must be cheap
+    /// and must not block.
+    pub fn on_owner_deleted(mut self, hook: impl Fn(&ObjectKey) + Send + Sync + 'static) -> Self {
+        self.owner_deleted = Some(Arc::new(hook));
+        self
+    }
+
+    /// With [read-own-writes](Self::read_own_writes): calls `hook(key,
+    /// why)` each time a reconcile of `key` is skipped because a cache has
+    /// not shown a recorded write yet (`why` names the resource), e.g. to
+    /// count skips per resource in a metric of your own. The total is
+    /// [`Controller::stale_reconcile_skips`] either way.
+    pub fn on_stale_skip(
+        mut self,
+        hook: impl Fn(&ObjectKey, &NotObservedYet) + Send + Sync + 'static,
+    ) -> Self {
+        self.stale_skip = Some(Arc::new(hook));
+        self
+    }
+
     /// Checks the declaration, takes the informers, registers the indexes,
     /// transforms and event handlers, and returns the controller, ready to
     /// [`run`](Controller::run) once the informers are started
@@ -498,13 +531,15 @@ impl<'a, K: Watchable> ControllerBuilder<'a, K> {
             Enqueuer::new(queue.clone()),
             Arc::clone(&expectations),
             consistency.clone(),
+            self.owner_deleted,
         ));
         let mut installed = Installed::default();
         installed.add(owners.clone());
         for source in self.sources {
             source.install(&context, &mut installed)?;
         }
-        owner_informer.add_event_handler(OwnerHandler(Arc::clone(&context)));
+        let owner_handler: Arc<dyn EventHandler<K>> = Arc::new(OwnerHandler(Arc::clone(&context)));
+        owner_informer.add_event_handler_arc(Arc::clone(&owner_handler));
         Ok(Controller {
             name: Arc::from(name),
             owner_informer,
@@ -514,6 +549,8 @@ impl<'a, K: Watchable> ControllerBuilder<'a, K> {
             consistency,
             synced: installed.synced.into(),
             stores: Arc::new(installed.stores),
+            owner_handler,
+            owned_handlers: Arc::new(installed.owned_handlers),
             settings: RunSettings {
                 workers: self.workers,
                 timeout: self.timeout,
@@ -522,6 +559,7 @@ impl<'a, K: Watchable> ControllerBuilder<'a, K> {
                 metrics: self.metrics,
             },
             stale_skips: Arc::new(AtomicU64::new(0)),
+            stale_skip: self.stale_skip,
         })
     }
 

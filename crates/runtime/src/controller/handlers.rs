@@ -32,6 +32,8 @@ pub(crate) type UpdateFilter<C> = Arc<dyn Fn(&C, &C) -> bool + Send + Sync>;
 pub(crate) type RequeueFn<K, C> = Arc<dyn Fn(&C, &C, &K) -> Option<Duration> + Send + Sync>;
 /// Maps an object of a watched kind to owner keys.
 pub(crate) type MapFn<W> = Arc<dyn Fn(&W) -> Vec<ObjectKey> + Send + Sync>;
+/// Told when an owner is gone, to drop what the controller keeps for it.
+pub(crate) type OwnerDeletedFn = Arc<dyn Fn(&ObjectKey) + Send + Sync>;
 
 /// The identity a created child is tracked by in the controller's
 /// expectations: its UID (never reused), or `namespace/name` for an object
@@ -64,7 +66,7 @@ thread_local! {
 
 /// Calls `f` with the expectations keys of `owner` and of `child` (empty
 /// without one), formatted as [`ObjectKey`]'s `Display` does.
-fn with_expectation_keys<R>(
+pub(crate) fn with_expectation_keys<R>(
     owner: &ObjectKey,
     child: Option<&ObjectMeta>,
     f: impl FnOnce(&str, &str) -> R,
@@ -105,6 +107,7 @@ pub(crate) struct Context<K> {
     pub(crate) enqueue: Enqueuer,
     pub(crate) expectations: Arc<ControllerExpectations>,
     pub(crate) consistency: ConsistencyStore,
+    pub(crate) owner_deleted: Option<OwnerDeletedFn>,
     owner_kind: String,
     owner_group: String,
     owner_namespaced: bool,
@@ -119,12 +122,14 @@ where
         enqueue: Enqueuer,
         expectations: Arc<ControllerExpectations>,
         consistency: ConsistencyStore,
+        owner_deleted: Option<OwnerDeletedFn>,
     ) -> Self {
         Self {
             owners,
             enqueue,
             expectations,
             consistency,
+            owner_deleted,
             owner_kind: K::kind(&()).into_owned(),
             owner_group: K::group(&()).into_owned(),
             owner_namespaced: <K::Scope as ObjectScope>::NAMESPACED,
@@ -175,24 +180,40 @@ where
     }
 
     fn on_update(&self, old: &Arc<K>, new: &Arc<K>) {
-        self.0.enqueue.add(
-            ObjectKey::from_object(new.as_ref()),
-            owner_uid(new.as_ref()),
-            Priority::of_update(old, new),
-        );
+        let key = ObjectKey::from_object(new.as_ref());
+        if owner_uid(old.as_ref()) != owner_uid(new.as_ref()) {
+            // Deleted and re-created while the watch was away: the old
+            // owner is gone (as upstream's controllers treat it).
+            self.0.forget(&key);
+        }
+        self.0
+            .enqueue
+            .add(key, owner_uid(new.as_ref()), Priority::of_update(old, new));
     }
 
     fn on_delete(&self, obj: &DeletedObject<K>) {
         let owner = obj.object();
         let key = ObjectKey::from_object(owner.as_ref());
-        // A new owner with the same name must start clean.
-        with_expectation_keys(&key, None, |key, _| {
-            self.0.expectations.delete_expectations(key);
-            self.0.consistency.clear(key);
-        });
+        self.0.forget(&key);
         self.0
             .enqueue
             .add(key, owner_uid(owner.as_ref()), Priority::Normal);
+    }
+}
+
+impl<K> Context<K> {
+    /// Drops what is kept for a deleted owner, so a new owner with the same
+    /// name starts clean: its expectations, its read-own-writes records,
+    /// and whatever the [owner-deleted hook](crate::ControllerBuilder::on_owner_deleted)
+    /// keeps.
+    fn forget(&self, key: &ObjectKey) {
+        with_expectation_keys(key, None, |owner_key, _| {
+            self.expectations.delete_expectations(owner_key);
+            self.consistency.clear(owner_key);
+        });
+        if let Some(hook) = &self.owner_deleted {
+            hook(key);
+        }
     }
 }
 

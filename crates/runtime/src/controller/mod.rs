@@ -16,9 +16,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use ctrlkit_consistency::ConsistencyStore;
+use ctrlkit_consistency::{ConsistencyStore, NotObservedYet};
 use ctrlkit_expectations::ControllerExpectations;
-use ctrlkit_informer::{Informer, ObjectKey, SharedInformerFactory, Store};
+use ctrlkit_informer::{EventHandler, Informer, ObjectKey, SharedInformerFactory, Store};
 use ctrlkit_worker::{Action, Stopped, SyncError, Workers};
 use ctrlkit_workqueue::WorkQueue;
 
@@ -35,6 +35,10 @@ use sources::Synced;
 /// controller's own write yet is retried at the latest; the informer event
 /// carrying the write usually queues the key sooner.
 pub const STALE_RECONCILE_REQUEUE: Duration = Duration::from_millis(500);
+
+/// Told about each reconcile skipped for a cache that has not shown a
+/// recorded write yet.
+pub(crate) type StaleSkipFn = Arc<dyn Fn(&ObjectKey, &NotObservedYet) + Send + Sync>;
 
 /// What `run` needs beyond the queue.
 #[derive(Clone)]
@@ -58,8 +62,8 @@ struct RunSettings {
 /// | event | key queued | priority |
 /// |---|---|---|
 /// | owner added | the owner | low from the initial list, else normal |
-/// | owner changed | the owner | low on a resync (same resourceVersion), else normal |
-/// | owner deleted | the owner (its expectations and read-own-writes records are dropped first) | normal |
+/// | owner changed | the owner (if its UID changed — deleted and re-created unseen — the old owner's state is dropped first, as on a delete) | low on a resync (same resourceVersion), else normal |
+/// | owner deleted | the owner (its expectations and read-own-writes records are dropped first, then the [owner-deleted hook](ControllerBuilder::on_owner_deleted) runs) | normal |
 /// | owned child added / changed / deleted | its controller, if an owner of this controller in the cache with the referenced UID | as for the owner |
 /// | owned child's controller changed | the former and the new owner | normal |
 /// | orphan child | the keys of [`Owns::orphans`] | as for the owner |
@@ -77,8 +81,11 @@ pub struct Controller<K> {
     consistency: ConsistencyStore,
     synced: Arc<[Arc<dyn Synced>]>,
     stores: Arc<HashMap<TypeId, Box<dyn Any + Send + Sync>>>,
+    owner_handler: Arc<dyn EventHandler<K>>,
+    owned_handlers: Arc<HashMap<TypeId, Box<dyn Any + Send + Sync>>>,
     settings: RunSettings,
     stale_skips: Arc<AtomicU64>,
+    stale_skip: Option<StaleSkipFn>,
 }
 
 /// Clones are handles on the same controller (same queue, caches and
@@ -96,8 +103,11 @@ impl<K> Clone for Controller<K> {
             consistency: self.consistency.clone(),
             synced: Arc::clone(&self.synced),
             stores: Arc::clone(&self.stores),
+            owner_handler: Arc::clone(&self.owner_handler),
+            owned_handlers: Arc::clone(&self.owned_handlers),
             settings: self.settings.clone(),
             stale_skips: Arc::clone(&self.stale_skips),
+            stale_skip: self.stale_skip.clone(),
         }
     }
 }
@@ -150,6 +160,24 @@ impl<K: Watchable> Controller<K> {
         self.stores
             .get(&TypeId::of::<C>())
             .and_then(|s| s.downcast_ref::<Store<C>>())
+            .cloned()
+    }
+
+    /// The event handler the controller registered on the owner informer.
+    /// Call it to drive the controller exactly as the informer does, with
+    /// transitions a hand-fed informer cannot produce (an update from a
+    /// state the cache never held, a tombstone): for unit tests.
+    pub fn owner_handler(&self) -> Arc<dyn EventHandler<K>> {
+        Arc::clone(&self.owner_handler)
+    }
+
+    /// The event handler the controller registered on the informer of the
+    /// owned kind `C` (see [`owner_handler`](Self::owner_handler)); `None`
+    /// if the controller does not own `C`.
+    pub fn owned_handler<C: Watchable>(&self) -> Option<Arc<dyn EventHandler<C>>> {
+        self.owned_handlers
+            .get(&TypeId::of::<C>())
+            .and_then(|h| h.downcast_ref::<Arc<dyn EventHandler<C>>>())
             .cloned()
     }
 
@@ -264,9 +292,7 @@ impl<K: Watchable> Controller<K> {
             "caches synced; starting workers"
         );
         let reconciler = Arc::new(Reconciler {
-            owners: self.owners.clone(),
-            consistency: self.consistency.clone(),
-            stale_skips: Arc::clone(&self.stale_skips),
+            controller: self.clone(),
             reconcile,
             ctx,
         });
@@ -297,12 +323,56 @@ impl<K: Watchable> Controller<K> {
     }
 }
 
-/// What each reconcile needs: the cache, the read-own-writes check and the
-/// user's function and context.
+impl<K: Watchable> Controller<K> {
+    /// Reconciles `key` once, now, as a worker of [`run`](Self::run) would
+    /// (the read-own-writes check, then `reconcile` with the cached owner),
+    /// without the queue's bookkeeping, retries, timeout or metrics: for
+    /// unit tests that drive a controller step by step, and for tools that
+    /// reconcile one object on demand.
+    ///
+    /// # Errors
+    /// Whatever `reconcile` returns.
+    pub async fn reconcile_once<R, Fut, E, Ctx>(
+        &self,
+        key: ObjectKey,
+        reconcile: R,
+        ctx: Arc<Ctx>,
+    ) -> Result<Action, E>
+    where
+        R: Fn(ObjectKey, Option<Arc<K>>, Arc<Ctx>) -> Fut,
+        Fut: Future<Output = Result<Action, E>>,
+    {
+        match self.cached_if_ready(&key) {
+            Ok(object) => reconcile(key, object, ctx).await,
+            Err(wait) => Ok(wait),
+        }
+    }
+
+    /// The owner as cached, once the caches show every write recorded for
+    /// `key` (read-own-writes); otherwise the skip is counted and the
+    /// requeue to return instead of reconciling.
+    fn cached_if_ready(&self, key: &ObjectKey) -> Result<Option<Arc<K>>, Action> {
+        if self.consistency.is_enabled() {
+            let ready = handlers::with_expectation_keys(key, None, |owner_key, _| {
+                self.consistency.ensure_ready(owner_key)
+            });
+            if let Err(why) = ready {
+                self.stale_skips.fetch_add(1, Ordering::Relaxed);
+                if let Some(hook) = &self.stale_skip {
+                    hook(key, &why);
+                }
+                tracing::debug!(reason = %why, "skipping the reconcile until the cache shows our writes");
+                return Err(Action::requeue_after(STALE_RECONCILE_REQUEUE));
+            }
+        }
+        Ok(self.owners.get_by_key(key))
+    }
+}
+
+/// What each reconcile needs: the controller's caches and read-own-writes
+/// check, and the user's function and context.
 struct Reconciler<K, R, Ctx> {
-    owners: Store<K>,
-    consistency: ConsistencyStore,
-    stale_skips: Arc<AtomicU64>,
+    controller: Controller<K>,
     reconcile: R,
     ctx: Arc<Ctx>,
 }
@@ -314,14 +384,9 @@ where
     Fut: Future<Output = Result<Action, E>>,
 {
     async fn reconcile(&self, key: ObjectKey) -> Result<Action, E> {
-        if self.consistency.is_enabled()
-            && let Err(why) = self.consistency.ensure_ready(&key.to_string())
-        {
-            self.stale_skips.fetch_add(1, Ordering::Relaxed);
-            tracing::debug!(reason = %why, "skipping the reconcile until the cache shows our writes");
-            return Ok(Action::requeue_after(STALE_RECONCILE_REQUEUE));
+        match self.controller.cached_if_ready(&key) {
+            Ok(object) => (self.reconcile)(key, object, Arc::clone(&self.ctx)).await,
+            Err(wait) => Ok(wait),
         }
-        let object = self.owners.get_by_key(&key);
-        (self.reconcile)(key, object, Arc::clone(&self.ctx)).await
     }
 }

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use ctrlkit_consistency::{ConsistencyStoreBuilder, GroupResource};
 use ctrlkit_informer::{
-    BY_CONTROLLER_UID, IndexFn, Informer, InformerError, ObjectScope, SharedInformerFactory, Store,
-    Transform, index_by_controller_uid,
+    BY_CONTROLLER_UID, EventHandler, IndexFn, Informer, InformerError, ObjectScope,
+    SharedInformerFactory, Store, Transform, index_by_controller_uid,
 };
 use futures::future::BoxFuture;
 use kube::Resource;
@@ -168,6 +168,9 @@ pub(crate) struct Installed {
     pub(crate) synced: Vec<Arc<dyn Synced>>,
     /// `Store<T>` by `TypeId::of::<T>()`, first registration wins.
     pub(crate) stores: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
+    /// The `Arc<dyn EventHandler<C>>` of each owned kind `C`, by
+    /// `TypeId::of::<C>()`.
+    pub(crate) owned_handlers: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
 }
 
 impl Installed {
@@ -258,12 +261,16 @@ impl<K: Watchable, C: Watchable> Source<K> for OwnedSource<K, C> {
         let informer = this.plan.install()?;
         informer.add_index_if_absent(BY_CONTROLLER_UID, index_by_controller_uid::<C>);
         installed.add(informer.store());
-        informer.add_event_handler(OwnedHandler {
+        let handler: Arc<dyn EventHandler<C>> = Arc::new(OwnedHandler {
             context: Arc::clone(context),
             orphans: this.orphans,
             update_filter: this.update_filter,
             requeue: this.requeue,
         });
+        informer.add_event_handler_arc(Arc::clone(&handler));
+        installed
+            .owned_handlers
+            .insert(TypeId::of::<C>(), Box::new(handler));
         Ok(())
     }
 }

@@ -137,6 +137,24 @@ pub struct ManagerArgs {
     #[arg(long, value_name = "BOOL", default_value_t = true, num_args = 0..=1,
           default_missing_value = "true", action = clap::ArgAction::Set)]
     pub ready_when_standby: bool,
+
+    /// Fail /readyz when an informer has had no successful list or watch
+    /// response (events and bookmarks count) for this long: a controller
+    /// that cannot hear the API server must not report ready. Whole
+    /// seconds; 0 disables the check.
+    #[arg(long, value_name = "DURATION", default_value = "590s", value_parser = parse_bound)]
+    pub watch_health_bound: WatchHealthBound,
+}
+
+/// The `--watch-health-bound` value: `None` when the check is disabled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WatchHealthBound(pub Option<Duration>);
+
+fn parse_bound(s: &str) -> Result<WatchHealthBound, String> {
+    if s.strip_suffix('s').unwrap_or(s) == "0" {
+        return Ok(WatchHealthBound(None));
+    }
+    parse_seconds(s).map(|d| WatchHealthBound(Some(d)))
 }
 
 impl ManagerArgs {
@@ -164,6 +182,7 @@ impl ManagerArgs {
                 }),
             }),
             health_addr: self.health_addr.0,
+            watch_health_bound: self.watch_health_bound.0,
             shutdown_grace_period: self.shutdown_grace_period,
             ready_when_standby: self.ready_when_standby,
         }
@@ -371,6 +390,25 @@ mod tests {
         );
         assert_eq!(config.kube.context.as_deref(), Some("prod"));
         assert_eq!(config.namespace.as_deref(), Some("team-a"));
+    }
+
+    #[test]
+    fn watch_health_bound_flag() {
+        let default = parse(&[]).unwrap().config("m").watch_health_bound;
+        assert_eq!(default, Some(ctrlkit_informer::DEFAULT_WATCH_HEALTH_BOUND));
+        let set = parse(&["--watch-health-bound", "60s"]).unwrap();
+        assert_eq!(
+            set.config("m").watch_health_bound,
+            Some(Duration::from_secs(60))
+        );
+        for off in ["0", "0s"] {
+            let args = parse(&["--watch-health-bound", off]).unwrap();
+            assert_eq!(args.config("m").watch_health_bound, None, "{off}");
+        }
+        let err = parse(&["--watch-health-bound", "soon"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("whole number of seconds"), "{err}");
     }
 
     #[test]

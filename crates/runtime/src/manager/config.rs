@@ -4,6 +4,8 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use ctrlkit_informer::DEFAULT_WATCH_HEALTH_BOUND;
+
 use super::kubeconfig::KubeConfigSource;
 use super::leader::{LeaderElectionConfig, MIN_RENEW_DEADLINE};
 use super::metrics_tls::TlsFiles;
@@ -49,12 +51,18 @@ pub struct ManagerConfig {
     /// Whether a stand-by with warm caches answers `/readyz` with 200 (see
     /// the [module docs](super#readiness)).
     pub ready_when_standby: bool,
+    /// `/readyz` fails while an informer has had no successful list or
+    /// watch response (events and bookmarks count) for longer than this;
+    /// `None` disables the check. Defaults to
+    /// [`DEFAULT_WATCH_HEALTH_BOUND`] (590 s: twice the longest a healthy
+    /// watch stays silent).
+    pub watch_health_bound: Option<Duration>,
 }
 
 impl ManagerConfig {
     /// A config named `name`: kubeconfig from the environment, all
     /// namespaces, no leader election, no HTTP endpoints, a 30 s grace
-    /// period, stand-bys ready.
+    /// period, stand-bys ready, the default watch health bound.
     pub fn new(name: impl Into<String>) -> Self {
         Self {
             name: name.into(),
@@ -66,6 +74,7 @@ impl ManagerConfig {
             health_addr: None,
             shutdown_grace_period: DEFAULT_SHUTDOWN_GRACE_PERIOD,
             ready_when_standby: true,
+            watch_health_bound: Some(DEFAULT_WATCH_HEALTH_BOUND),
         }
     }
 
@@ -83,6 +92,9 @@ impl ManagerConfig {
             && metrics.port() != 0
         {
             return Err(ConfigError::SecureMetricsShareHealthAddress);
+        }
+        if self.watch_health_bound.is_some_and(|b| b.is_zero()) {
+            return Err(ConfigError::ZeroWatchHealthBound);
         }
         match &self.leader_election {
             Some(election) => election.validate(),
@@ -150,6 +162,9 @@ pub enum ConfigError {
     /// An empty leader identity.
     #[error("the leader election identity must not be empty")]
     EmptyIdentity,
+    /// A zero watch health bound would keep `/readyz` failing.
+    #[error("the watch health bound must be positive (or disabled)")]
+    ZeroWatchHealthBound,
     /// Two runnables share a name, so logs and errors could not tell them
     /// apart.
     #[error("two runnables are named {0:?}; give each a distinct name")]
@@ -169,6 +184,7 @@ mod tests {
         assert_eq!(config.health_addr, None);
         assert_eq!(config.shutdown_grace_period, Duration::from_secs(30));
         assert!(config.ready_when_standby);
+        assert_eq!(config.watch_health_bound, Some(Duration::from_secs(590)));
     }
 
     #[test]
@@ -200,6 +216,9 @@ mod tests {
         config.namespace = Some(String::new());
         assert_eq!(config.validate(), Err(ConfigError::EmptyNamespace));
         config.namespace = None;
+        config.watch_health_bound = Some(Duration::ZERO);
+        assert_eq!(config.validate(), Err(ConfigError::ZeroWatchHealthBound));
+        config.watch_health_bound = None;
         let mut election = LeaderElectionConfig::new("l", "ns");
         election.lease_duration = Duration::from_secs(5);
         election.renew_deadline = Duration::from_secs(5);

@@ -6,7 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ctrlkit_informer::{Informer, SharedInformerFactory};
+use ctrlkit_informer::{Informer, InformerCollector, SharedInformerFactory};
 use futures::future::BoxFuture;
 use k8s_openapi::NamespaceResourceScope;
 use kube::runtime::watcher;
@@ -24,6 +24,7 @@ use super::config::{ConfigError, ManagerConfig};
 use super::endpoints::{self, SecureMetrics};
 use super::error::{ManagerError, error_chain};
 use super::fence::{FenceDriver, LeaderFence};
+use super::fenced::fenced_client;
 use super::leader::LeaderElector;
 use super::metrics_auth::{KubeMetricsAuth, MetricsAuth, MetricsAuthFilter};
 use super::metrics_tls;
@@ -52,7 +53,10 @@ type LeaderGauge = Family<Vec<(String, String)>, Gauge>;
 /// [`run`](Self::run) it.
 pub struct Manager {
     config: ManagerConfig,
+    /// Behind the write fence: what controllers get.
     client: kube::Client,
+    /// Unfenced: for the informers and the leader election.
+    base_client: kube::Client,
     factory: Arc<SharedInformerFactory>,
     registry: Registry,
     runnables: Vec<Box<dyn Runnable>>,
@@ -93,6 +97,7 @@ impl Manager {
         config.validate()?;
         let factory = Arc::new(SharedInformerFactory::new(client.clone()));
         let mut registry = Registry::default();
+        InformerCollector::register(factory.clone(), &mut registry);
         let (driver, fence, leader_gauge) = match &config.leader_election {
             Some(election) => {
                 let driver = FenceDriver::new(election.renew_deadline);
@@ -114,10 +119,12 @@ impl Manager {
             factory.clone(),
             config.leader_election.is_some(),
             config.ready_when_standby,
+            config.watch_health_bound,
         );
         Ok(Self {
             config,
-            client,
+            client: fenced_client(client.clone(), fence.clone()),
+            base_client: client,
             factory,
             registry,
             runnables: Vec::new(),
@@ -129,7 +136,21 @@ impl Manager {
         })
     }
 
-    /// The client for the configured cluster.
+    /// The client for the configured cluster, behind the write fence:
+    /// with leader election, every write request through it (`POST`,
+    /// `PUT`, `PATCH`, `DELETE`: creates, deletes, patches, status writes,
+    /// events) is refused without being sent while the
+    /// [fence](Self::fence) is closed — on a stand-by, once the renew
+    /// deadline passed without a successful renewal (a paused process
+    /// included), and after leadership ended — and fails with
+    /// `kube::Error::Service` whose source is the [`FenceClosed`](super::FenceClosed)
+    /// reason. Reads always go through. Build every controller's writers
+    /// on this client (and give child controls the fence as their
+    /// [write gate](ctrlkit_childcontrol::WriteGate)) and no write of a
+    /// deposed leader leaves the process. A runnable that runs
+    /// [without leader election](super::FnRunnable::without_leader_election)
+    /// therefore cannot write through it on a stand-by. Without leader
+    /// election it is the plain client.
     pub fn client(&self) -> &kube::Client {
         &self.client
     }
@@ -176,7 +197,7 @@ impl Manager {
     }
 
     /// An `Api` for the namespaced `K` in the watched namespace, or in all
-    /// namespaces.
+    /// namespaces, on the fenced [`client`](Self::client).
     pub fn api<K>(&self) -> Api<K>
     where
         K: Resource<Scope = NamespaceResourceScope>,
@@ -245,7 +266,8 @@ impl Manager {
     pub async fn run(self, shutdown: CancellationToken) -> Result<(), ManagerError> {
         let Self {
             config,
-            client,
+            client: _,
+            base_client: client,
             factory,
             registry,
             runnables,

@@ -212,6 +212,7 @@ mod config;
 mod endpoints;
 mod error;
 mod fence;
+mod fenced;
 mod kubeconfig;
 mod leader;
 mod lifecycle;
@@ -223,7 +224,7 @@ mod runnable;
 mod signals;
 mod status;
 
-pub use args::{ListenAddr, ManagerArgs, parse_seconds};
+pub use args::{ListenAddr, ManagerArgs, WatchHealthBound, parse_seconds};
 pub use binary::{exit_code, run_main};
 pub use config::{ConfigError, DEFAULT_SHUTDOWN_GRACE_PERIOD, ManagerConfig, SecureMetricsConfig};
 pub use error::ManagerError;

@@ -5,6 +5,7 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use ctrlkit_informer::SharedInformerFactory;
 use tokio::sync::watch;
@@ -17,6 +18,10 @@ pub enum Readiness {
     Ready,
     /// The informer caches (or a runnable's own) have not synced yet.
     NotSynced,
+    /// An informer has had no successful list or watch response for
+    /// longer than the watch health bound; the log (warn, once per episode)
+    /// and `informer_seconds_since_last_response` say which.
+    WatchUnhealthy,
     /// A stand-by with warm caches, and stand-bys are not counted as ready
     /// (`--ready-when-standby=false`).
     StandBy,
@@ -36,6 +41,9 @@ impl fmt::Display for Readiness {
         f.write_str(match self {
             Self::Ready => "ok",
             Self::NotSynced => "informer caches not synced yet",
+            Self::WatchUnhealthy => {
+                "an informer has had no successful list or watch response within the watch health bound (see the log)"
+            }
             Self::StandBy => "stand-by: waiting for the leader lease",
             Self::ShuttingDown => "shutting down",
         })
@@ -65,6 +73,7 @@ struct Inner {
     factory: Arc<SharedInformerFactory>,
     leader_election: bool,
     ready_when_standby: bool,
+    watch_health_bound: Option<Duration>,
     warm: AtomicBool,
     leading: AtomicBool,
     shutting_down: AtomicBool,
@@ -84,12 +93,14 @@ impl ManagerStatus {
         factory: Arc<SharedInformerFactory>,
         leader_election: bool,
         ready_when_standby: bool,
+        watch_health_bound: Option<Duration>,
     ) -> Self {
         Self {
             inner: Arc::new(Inner {
                 factory,
                 leader_election,
                 ready_when_standby,
+                watch_health_bound,
                 warm: AtomicBool::new(false),
                 leading: AtomicBool::new(false),
                 shutting_down: AtomicBool::new(false),
@@ -100,13 +111,19 @@ impl ManagerStatus {
 
     /// What `/readyz` answers now: ready once every cache has synced and
     /// this process leads, or is a stand-by and stand-bys count as ready;
-    /// never while shutting down.
+    /// never while shutting down, nor while an informer has been without a
+    /// successful list or watch response for longer than the watch health
+    /// bound.
     pub fn readiness(&self) -> Readiness {
         let inner = &self.inner;
         if inner.shutting_down.load(Ordering::Acquire) {
             Readiness::ShuttingDown
         } else if !inner.warm.load(Ordering::Acquire) || !inner.factory.has_synced() {
             Readiness::NotSynced
+        } else if let Some(bound) = inner.watch_health_bound
+            && inner.factory.health(bound).is_err()
+        {
+            Readiness::WatchUnhealthy
         } else if inner.leader_election
             && !inner.ready_when_standby
             && !inner.leading.load(Ordering::Acquire)

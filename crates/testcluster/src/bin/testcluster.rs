@@ -44,6 +44,14 @@ struct Args {
     #[arg(long)]
     no_managed_fields: bool,
 
+    /// Enforce RBAC over the Roles and bindings stored in the cluster:
+    /// requests are authenticated by bearer token and the server serves
+    /// HTTPS with its own certificate authority (kubectl sends tokens
+    /// only over TLS). The kubeconfig written is the admin's
+    /// (`system:masters`).
+    #[arg(long)]
+    rbac: bool,
+
     /// Number of simulated nodes, named node-1, node-2, ...
     #[arg(long, value_name = "N", default_value_t = 1)]
     nodes: usize,
@@ -183,7 +191,8 @@ impl Args {
             .with_watch_history(self.watch_history)
             .with_seed(self.seed)
             .with_faults(faults)
-            .with_managed_fields(!self.no_managed_fields);
+            .with_managed_fields(!self.no_managed_fields)
+            .with_rbac(self.rbac);
         if let Some(port) = self.port {
             config = config.with_port(port);
         }
@@ -359,6 +368,9 @@ mod tests {
 
         let args = Args::parse_from(["testcluster", "--kubeconfig-out", "k", "--no-kubelet"]);
         assert!(args.cluster_config().kubelet.is_none());
+        assert!(!args.cluster_config().rbac);
+        let args = Args::parse_from(["testcluster", "--kubeconfig-out", "k", "--rbac"]);
+        assert!(args.cluster_config().rbac);
         assert!(args.cluster_config().faults.is_empty());
     }
 }

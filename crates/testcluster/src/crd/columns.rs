@@ -26,13 +26,14 @@
 //! [`PrinterColumns::new`] does the same and keeps the error in
 //! [`PrinterColumns::invalid`].
 
-use jiff::{SignedDuration, Timestamp};
+use jiff::Timestamp;
 use serde_json::{Value, json};
 
 use super::definition::{PrinterColumn, Version};
 use super::field::go_quote;
 use super::jsonpath::{JsonPath, JsonPathError, print_value};
 use super::openapi_meta::object_meta_doc;
+use crate::printers::{go_zero_time, human_duration, parse_rfc3339};
 
 /// A column whose `jsonPath` client-go cannot parse.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -171,137 +172,6 @@ fn age(text: &str, now: Timestamp) -> String {
         Some(t) if t == go_zero_time() => "<unknown>".to_string(),
         Some(t) => human_duration(now.duration_since(t)),
     }
-}
-
-/// Go's zero `time.Time`: 0001-01-01T00:00:00Z.
-fn go_zero_time() -> Timestamp {
-    // 62135596800 seconds separate year 1 from the Unix epoch.
-    Timestamp::from_second(-62_135_596_800).unwrap_or(Timestamp::MIN)
-}
-
-/// Go's `time.Parse(time.RFC3339, s)`: `YYYY-MM-DDTHH:MM:SS`, an optional
-/// fraction, then `Z` or `±HH:MM`.
-fn parse_rfc3339(s: &str) -> Option<Timestamp> {
-    let b = s.as_bytes();
-    let digits = |range: std::ops::Range<usize>| -> Option<i64> {
-        let part = s.get(range)?;
-        if part.is_empty() || !part.bytes().all(|c| c.is_ascii_digit()) {
-            return None;
-        }
-        part.parse().ok()
-    };
-    if b.len() < 20
-        || b[4] != b'-'
-        || b[7] != b'-'
-        || b[10] != b'T'
-        || b[13] != b':'
-        || b[16] != b':'
-    {
-        return None;
-    }
-    let (year, month, day) = (digits(0..4)?, digits(5..7)?, digits(8..10)?);
-    let (hour, minute, second) = (digits(11..13)?, digits(14..16)?, digits(17..19)?);
-    let mut rest = &s[19..];
-    let mut nanos: i64 = 0;
-    if let Some(fraction) = rest.strip_prefix(['.', ',']) {
-        let len = fraction.bytes().take_while(u8::is_ascii_digit).count();
-        if len == 0 {
-            return None;
-        }
-        let kept = &fraction[..len.min(9)];
-        nanos = kept.parse::<i64>().ok()? * 10_i64.pow(9 - kept.len() as u32);
-        rest = &fraction[len..];
-    }
-    let offset_seconds = match rest.as_bytes() {
-        b"Z" => 0,
-        [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
-            let two = |a: u8, b: u8| -> Option<i64> {
-                (a.is_ascii_digit() && b.is_ascii_digit())
-                    .then(|| i64::from(a - b'0') * 10 + i64::from(b - b'0'))
-            };
-            let (h, m) = (two(*h1, *h2)?, two(*m1, *m2)?);
-            if h > 24 || m > 60 {
-                return None;
-            }
-            let total = h * 3600 + m * 60;
-            if *sign == b'-' { -total } else { total }
-        }
-        _ => return None,
-    };
-    let date = jiff::civil::Date::new(
-        i16::try_from(year).ok()?,
-        i8::try_from(month).ok()?,
-        i8::try_from(day).ok()?,
-    )
-    .ok()?;
-    let time = jiff::civil::Time::new(
-        i8::try_from(hour).ok()?,
-        i8::try_from(minute).ok()?,
-        i8::try_from(second).ok()?,
-        i32::try_from(nanos).ok()?,
-    )
-    .ok()?;
-    let offset = jiff::tz::Offset::from_seconds(i32::try_from(offset_seconds).ok()?).ok()?;
-    offset.to_timestamp(date.to_datetime(time)).ok()
-}
-
-/// apimachinery's `duration.HumanDuration`: about two significant figures
-/// (`45s`, `3m5s`, `25m`, `4h10m`, `3d2h`, `400d`, `2y30d`).
-fn human_duration(d: SignedDuration) -> String {
-    let seconds = d.as_secs();
-    if seconds < -1 {
-        return "<invalid>".to_string();
-    }
-    if seconds < 0 {
-        return "0s".to_string();
-    }
-    if seconds < 60 * 2 {
-        return format!("{seconds}s");
-    }
-    let minutes = seconds / 60;
-    if minutes < 10 {
-        let s = seconds % 60;
-        return if s == 0 {
-            format!("{minutes}m")
-        } else {
-            format!("{minutes}m{s}s")
-        };
-    }
-    if minutes < 60 * 3 {
-        return format!("{minutes}m");
-    }
-    let hours = seconds / 3600;
-    if hours < 8 {
-        let m = minutes % 60;
-        return if m == 0 {
-            format!("{hours}h")
-        } else {
-            format!("{hours}h{m}m")
-        };
-    }
-    if hours < 48 {
-        return format!("{hours}h");
-    }
-    if hours < 24 * 8 {
-        let h = hours % 24;
-        return if h == 0 {
-            format!("{}d", hours / 24)
-        } else {
-            format!("{}d{h}h", hours / 24)
-        };
-    }
-    if hours < 24 * 365 * 2 {
-        return format!("{}d", hours / 24);
-    }
-    if hours < 24 * 365 * 8 {
-        let dy = (hours / 24) % 365;
-        return if dy == 0 {
-            format!("{}y", hours / 24 / 365)
-        } else {
-            format!("{}y{dy}d", hours / 24 / 365)
-        };
-    }
-    format!("{}y", hours / 24 / 365)
 }
 
 /// The Table columns of one version of a custom resource.
@@ -512,48 +382,5 @@ mod tests {
             r#"unrecognized column definition ".spec.b[?(@.x""#
         );
         assert_eq!(invalid.source, JsonPathError::UnterminatedFilter);
-    }
-
-    #[test]
-    fn rfc3339_as_go_parses_it() {
-        let t = |s: &str| parse_rfc3339(s).map(|t| t.as_second());
-        assert_eq!(t("1970-01-01T00:00:00Z"), Some(0));
-        assert_eq!(t("1970-01-01T01:00:00+01:00"), Some(0));
-        assert_eq!(t("1970-01-01T00:00:01.5Z"), Some(1));
-        assert_eq!(t("1970-01-01 00:00:00Z"), None);
-        assert_eq!(t("1970-01-01T00:00Z"), None);
-        assert_eq!(t("1970-02-30T00:00:00Z"), None);
-        assert_eq!(t("1970-01-01T00:00:00"), None);
-        assert_eq!(t("1970-01-01T00:00:00z"), None);
-    }
-
-    #[test]
-    fn human_durations_match_apimachinery() {
-        let h = |s: i64| human_duration(SignedDuration::from_secs(s));
-        for (secs, text) in [
-            (-2, "<invalid>"),
-            (-1, "0s"),
-            (0, "0s"),
-            (119, "119s"),
-            (120, "2m"),
-            (185, "3m5s"),
-            (600, "10m"),
-            (179 * 60, "179m"),
-            (3 * 3600, "3h"),
-            (4 * 3600 + 600, "4h10m"),
-            (8 * 3600, "8h"),
-            (47 * 3600, "47h"),
-            (48 * 3600, "2d"),
-            (3 * 86400 + 7200, "3d2h"),
-            (8 * 86400, "8d"),
-            (729 * 86400, "729d"),
-            (730 * 86400, "2y"),
-            (760 * 86400, "2y30d"),
-            (8 * 365 * 86400, "8y"),
-        ] {
-            assert_eq!(h(secs), text, "{secs}s");
-        }
-        // Go truncates a fractional negative second toward zero.
-        assert_eq!(human_duration(SignedDuration::from_millis(-1500)), "0s");
     }
 }

@@ -313,6 +313,8 @@ pub fn validate_crd(crd: &Value) -> Vec<FieldError> {
         }
     }
 
+    errs.extend(validate_api_approval(&meta, group));
+
     let spec_path = FieldPath::new("spec");
     if group.is_empty() {
         errs.push(FieldError::required(spec_path.child("group"), ""));
@@ -517,6 +519,52 @@ pub fn validate_crd(crd: &Value) -> Vec<FieldError> {
         ));
     }
     errs
+}
+
+/// The annotation a CRD in a protected group (`k8s.io`, `kubernetes.io`
+/// and their subdomains) must carry.
+pub const API_APPROVED_ANNOTATION: &str = "api-approved.kubernetes.io";
+
+/// apiextensions' `ValidateAPIApproval` on create: a CRD in a protected
+/// group needs [`API_APPROVED_ANNOTATION`] with a URL or a reason starting
+/// with `unapproved`.
+fn validate_api_approval(meta: &Value, group: &str) -> Vec<FieldError> {
+    let protected = ["k8s.io", "kubernetes.io"]
+        .iter()
+        .any(|p| group == *p || group.ends_with(&format!(".{p}")));
+    if !protected {
+        return Vec::new();
+    }
+    let value = meta
+        .pointer(&format!("/annotations/{API_APPROVED_ANNOTATION}"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let path = FieldPath::new("metadata")
+        .child("annotations")
+        .key(API_APPROVED_ANNOTATION);
+    if value.is_empty() {
+        return vec![FieldError::required(
+            path,
+            format!(
+                "protected groups must have approval annotation {}, see https://github.com/kubernetes/enhancements/pull/1111",
+                super::field::go_quote(API_APPROVED_ANNOTATION)
+            ),
+        )];
+    }
+    let is_url = value.split_once("://").is_some_and(|(scheme, rest)| {
+        !scheme.is_empty() && !rest.is_empty() && !rest.starts_with('/')
+    });
+    if value.starts_with("unapproved") || is_url {
+        return Vec::new();
+    }
+    vec![FieldError::invalid(
+        path,
+        BadValue::str(value),
+        format!(
+            "protected groups must have approval annotation {} with either a URL or a reason starting with \"unapproved\", see https://github.com/kubernetes/enhancements/pull/1111",
+            super::field::go_quote(API_APPROVED_ANNOTATION)
+        ),
+    )]
 }
 
 /// Validates an update of `old` to `new` (both defaulted): everything a
@@ -991,6 +1039,28 @@ mod tests {
             json!(true);
         let errs = errors(&crd);
         assert!(errs.iter().any(|e| e.starts_with("spec.validation.openAPIV3Schema: Invalid value:") && e.contains("fields are allowed at the root of the schema if the status subresource is enabled")), "{errs:?}");
+    }
+
+    #[test]
+    fn protected_groups_need_approval() {
+        let mut crd = crontab();
+        crd["metadata"]["name"] = json!("crontabs.stable.k8s.io");
+        crd["spec"]["group"] = json!("stable.k8s.io");
+        assert_eq!(
+            errors(&crd),
+            vec![
+                "metadata.annotations[api-approved.kubernetes.io]: Required value: protected groups must have approval annotation \"api-approved.kubernetes.io\", see https://github.com/kubernetes/enhancements/pull/1111"
+            ]
+        );
+        crd["metadata"]["annotations"] = json!({"api-approved.kubernetes.io": "soon"});
+        assert!(errors(&crd)[0].contains("Invalid value: \"soon\": protected groups must have approval annotation \"api-approved.kubernetes.io\" with either a URL or a reason starting with \"unapproved\""));
+        for ok in [
+            "unapproved, testing only",
+            "https://github.com/kubernetes/kubernetes/pull/1",
+        ] {
+            crd["metadata"]["annotations"] = json!({"api-approved.kubernetes.io": ok});
+            assert!(errors(&crd).is_empty(), "{ok}");
+        }
     }
 
     #[test]

@@ -37,8 +37,8 @@ pub use jsonpath::{JsonPath, JsonPathError, print_value};
 pub use openapi::{GroupVersionDocument, definition_name, etag, group_version_document, index_key};
 
 pub use definition::{
-    CRD_GROUP, CRD_KIND, CustomResourceDefinition, Names, PrinterColumn, Scale, Scope,
-    Subresources, Version, apply_crd_defaults, invalid_crd_status, validate_crd,
+    API_APPROVED_ANNOTATION, CRD_GROUP, CRD_KIND, CustomResourceDefinition, Names, PrinterColumn,
+    Scale, Scope, Subresources, Version, apply_crd_defaults, invalid_crd_status, validate_crd,
     validate_crd_update,
 };
 pub use schema::{Schema, SchemaError};

@@ -957,7 +957,8 @@ mod tests {
         CustomResourceDefinition::from_value(&json!({
             "apiVersion": "apiextensions.k8s.io/v1",
             "kind": "CustomResourceDefinition",
-            "metadata": {"name": "widgets.example.k8s.io"},
+            "metadata": {"name": "widgets.example.k8s.io",
+                         "annotations": {"api-approved.kubernetes.io": "unapproved, a test fixture"}},
             "spec": {
                 "group": "example.k8s.io",
                 "scope": scope,

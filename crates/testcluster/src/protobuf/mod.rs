@@ -36,6 +36,10 @@ mod descriptors;
 
 use serde_json::Value;
 
+use crate::decode::BodyDecoder;
+use crate::resources::ResourceDef;
+use crate::status::ApiError;
+
 /// The 4 bytes every Kubernetes protobuf body starts with.
 pub const MAGIC: &[u8; 4] = b"k8s\0";
 
@@ -146,4 +150,33 @@ pub fn is_protobuf(content_type: &str) -> bool {
         .split(';')
         .next()
         .is_some_and(|t| t.trim().eq_ignore_ascii_case(CONTENT_TYPE))
+}
+
+/// The server's decoder of protobuf request bodies: a body that does not
+/// decode is a `400 BadRequest` saying what failed.
+#[derive(Debug)]
+pub(crate) struct ProtobufBodies;
+
+impl BodyDecoder for ProtobufBodies {
+    fn decode(
+        &self,
+        def: &ResourceDef,
+        content_type: &str,
+        body: &[u8],
+    ) -> Option<Result<Value, ApiError>> {
+        if !is_protobuf(content_type) {
+            return None;
+        }
+        Some(match decode(body) {
+            Ok(v) if v.is_object() => Ok(v),
+            Ok(_) => Err(ApiError::bad_request(format!(
+                "the protobuf body of this {} request is not an object",
+                def.kind
+            ))),
+            Err(e) => Err(ApiError::bad_request(format!(
+                "the protobuf body of this {} request could not be decoded: {e}",
+                def.kind
+            ))),
+        })
+    }
 }

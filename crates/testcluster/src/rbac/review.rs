@@ -1,15 +1,22 @@
 //! `SubjectAccessReview` and `SelfSubjectAccessReview`
 //! (authorization.k8s.io/v1): the spec becomes request attributes, the
 //! authorizer's decision becomes the status kubectl `auth can-i` reads.
+//! `TokenReview` and `SelfSubjectReview` (authentication.k8s.io/v1): who
+//! a token, or the requester, is (`kubectl auth whoami`).
 
 use serde_json::{Value, json};
 
-use super::authorizer::{Policy, UserInfo};
+use super::authorizer::{Decision, Policy, UserInfo};
 use super::request_info::RequestInfo;
 use crate::crd::field::{BadValue, FieldError, invalid_status};
 
 /// The API group of access reviews.
 pub const AUTHORIZATION_GROUP: &str = "authorization.k8s.io";
+/// The API group of token and self-subject reviews.
+pub const AUTHENTICATION_GROUP: &str = "authentication.k8s.io";
+
+/// Decides a request for a user: an authorizer.
+pub type Decide<'a> = &'a dyn Fn(&UserInfo, &RequestInfo) -> Decision;
 
 fn text<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or("")
@@ -54,11 +61,11 @@ fn attributes(spec: &Value) -> Result<RequestInfo, Vec<FieldError>> {
 fn answer(
     review: &Value,
     kind: &str,
-    policy: &Policy<'_>,
+    decide: Decide<'_>,
     user: &UserInfo,
     attrs: &RequestInfo,
 ) -> Value {
-    let decision = policy.authorize(user, attrs);
+    let decision = decide(user, attrs);
     let mut status = serde_json::Map::new();
     status.insert("allowed".into(), json!(decision.allowed()));
     if !decision.reason().is_empty() {
@@ -82,13 +89,22 @@ pub fn self_subject_access_review(
     requester: &UserInfo,
     review: &Value,
 ) -> Result<Value, Value> {
+    decide_self_subject_access_review(&|u, r| policy.authorize(u, r), requester, review)
+}
+
+/// [`self_subject_access_review`] decided by any authorizer.
+pub fn decide_self_subject_access_review(
+    decide: Decide<'_>,
+    requester: &UserInfo,
+    review: &Value,
+) -> Result<Value, Value> {
     let spec = review.get("spec").unwrap_or(&Value::Null);
     let attrs = attributes(spec)
         .map_err(|e| invalid_status(AUTHORIZATION_GROUP, "SelfSubjectAccessReview", "", &e))?;
     Ok(answer(
         review,
         "SelfSubjectAccessReview",
-        policy,
+        decide,
         requester,
         &attrs,
     ))
@@ -96,6 +112,11 @@ pub fn self_subject_access_review(
 
 /// Evaluates a `SubjectAccessReview` for the user and groups in its spec.
 pub fn subject_access_review(policy: &Policy<'_>, review: &Value) -> Result<Value, Value> {
+    decide_subject_access_review(&|u, r| policy.authorize(u, r), review)
+}
+
+/// [`subject_access_review`] decided by any authorizer.
+pub fn decide_subject_access_review(decide: Decide<'_>, review: &Value) -> Result<Value, Value> {
     let spec = review.get("spec").unwrap_or(&Value::Null);
     let mut errs = match attributes(spec) {
         Ok(_) => Vec::new(),
@@ -125,7 +146,68 @@ pub fn subject_access_review(policy: &Policy<'_>, review: &Value) -> Result<Valu
     let attrs = attributes(spec)
         .map_err(|e| invalid_status(AUTHORIZATION_GROUP, "SubjectAccessReview", "", &e))?;
     let user = UserInfo::new(user_name, &groups);
-    Ok(answer(review, "SubjectAccessReview", policy, &user, &attrs))
+    Ok(answer(review, "SubjectAccessReview", decide, &user, &attrs))
+}
+
+fn with_status(review: &Value, group: &str, kind: &str, status: Value) -> Value {
+    let mut out = review.clone();
+    out["apiVersion"] = json!(format!("{group}/v1"));
+    out["kind"] = json!(kind);
+    if out.get("metadata").is_none_or(|m| !m.is_object()) {
+        out["metadata"] = json!({});
+    }
+    out["status"] = status;
+    out
+}
+
+fn user_json(user: &UserInfo) -> Value {
+    json!({"username": user.name, "groups": user.groups})
+}
+
+/// Evaluates a `TokenReview`: who `spec.token` authenticates, through
+/// `authenticate` (`None`: not a token the cluster accepts). A review
+/// without a token is the `400` kube-apiserver answers.
+pub fn token_review(
+    review: &Value,
+    authenticate: &dyn Fn(&str) -> Option<UserInfo>,
+) -> Result<Value, Value> {
+    let token = review
+        .pointer("/spec/token")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if token.is_empty() {
+        return Err(crate::status::status_value(
+            400,
+            "BadRequest",
+            "token is required for TokenReview in authentication",
+        ));
+    }
+    let status = match authenticate(token) {
+        Some(user) => {
+            let mut status = json!({"authenticated": true, "user": user_json(&user)});
+            if let Some(audiences) = review.pointer("/spec/audiences").filter(|a| !a.is_null()) {
+                status["audiences"] = audiences.clone();
+            }
+            status
+        }
+        None => json!({"user": {}, "error": "invalid bearer token"}),
+    };
+    Ok(with_status(
+        review,
+        AUTHENTICATION_GROUP,
+        "TokenReview",
+        status,
+    ))
+}
+
+/// Answers a `SelfSubjectReview` (`kubectl auth whoami`) for `requester`.
+pub fn self_subject_review(requester: &UserInfo, review: &Value) -> Value {
+    with_status(
+        review,
+        AUTHENTICATION_GROUP,
+        "SelfSubjectReview",
+        json!({"userInfo": user_json(requester)}),
+    )
 }
 
 #[cfg(test)]
@@ -166,6 +248,33 @@ mod tests {
         denied["spec"]["resourceAttributes"]["verb"] = json!("delete");
         let out = self_subject_access_review(&policy, &jane, &denied).unwrap();
         assert_eq!(out["status"], json!({"allowed": false}));
+    }
+
+    #[test]
+    fn token_reviews_and_whoami() {
+        let jane = UserInfo::new("jane", &["devs"]);
+        let known = |t: &str| (t == "good").then(|| jane.clone());
+        let ok = token_review(
+            &json!({"spec": {"token": "good", "audiences": ["api"]}}),
+            &known,
+        )
+        .unwrap();
+        assert_eq!(ok["kind"], "TokenReview");
+        assert_eq!(ok["status"]["authenticated"], true);
+        assert_eq!(
+            ok["status"]["user"],
+            json!({"username": "jane", "groups": ["devs"]})
+        );
+        assert_eq!(ok["status"]["audiences"], json!(["api"]));
+        let bad = token_review(&json!({"spec": {"token": "forged"}}), &known).unwrap();
+        assert!(bad["status"].get("authenticated").is_none());
+        let err = token_review(&json!({"spec": {}}), &known).unwrap_err();
+        assert_eq!(
+            (err["code"].as_u64(), err["reason"].as_str()),
+            (Some(400), Some("BadRequest"))
+        );
+        let me = self_subject_review(&jane, &json!({}));
+        assert_eq!(me["status"]["userInfo"]["username"], "jane");
     }
 
     #[test]

@@ -52,11 +52,30 @@ pub(crate) struct Kubectl {
 impl Kubectl {
     pub(crate) fn command(&self, args: &[&str]) -> Command {
         let mut c = Command::new(&self.bin);
+        // kubectl's discovery and OpenAPI caches next to the kubeconfig,
+        // so that tests never share (or read a stale) cache.
+        let cache = self
+            .kubeconfig
+            .parent()
+            .map(|d| d.join("kubectl-cache"))
+            .unwrap_or_else(|| PathBuf::from("kubectl-cache"));
         c.arg("--kubeconfig")
             .arg(&self.kubeconfig)
+            .arg("--cache-dir")
+            .arg(cache)
             .arg("--request-timeout=30s")
             .args(args);
         c
+    }
+
+    /// Run kubectl: stdout, or stderr when it fails.
+    pub(crate) fn output(&self, args: &[&str]) -> Result<String, String> {
+        let out = self.command(args).output().unwrap();
+        if out.status.success() {
+            Ok(String::from_utf8(out.stdout).unwrap())
+        } else {
+            Err(String::from_utf8(out.stderr).unwrap())
+        }
     }
 
     /// Run kubectl, returning stdout; panics with stderr on failure.
@@ -111,6 +130,17 @@ impl Kubectl {
         .unwrap()
     }
 
+    /// [`Kubectl::output`] on a blocking thread.
+    pub(crate) async fn output_async(&self, args: &[&str]) -> Result<String, String> {
+        let (bin, kubeconfig) = (self.bin.clone(), self.kubeconfig.clone());
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        tokio::task::spawn_blocking(move || {
+            Kubectl { bin, kubeconfig }.output(&args.iter().map(String::as_str).collect::<Vec<_>>())
+        })
+        .await
+        .unwrap()
+    }
+
     /// [`Kubectl::fail`] on a blocking thread; returns stderr.
     pub(crate) async fn fail_async(&self, args: &[&str]) -> String {
         let (bin, kubeconfig) = (self.bin.clone(), self.kubeconfig.clone());
@@ -136,4 +166,36 @@ impl Kubectl {
         self.run_async(&["apply", "-f", path.to_str().unwrap()])
             .await
     }
+}
+
+/// kubectl's table output as rows of cells, cut at the header's column
+/// starts (empty cells print as blanks).
+pub(crate) fn table(out: &str) -> Vec<Vec<String>> {
+    let mut lines = out.lines();
+    let header = lines.next().unwrap_or("");
+    let starts: Vec<usize> = header
+        .char_indices()
+        .filter(|&(i, c)| c != ' ' && (i == 0 || header.as_bytes()[i - 1] == b' '))
+        .map(|(i, _)| i)
+        .collect();
+    std::iter::once(header)
+        .chain(lines)
+        .map(|line| {
+            starts
+                .iter()
+                .enumerate()
+                .map(|(n, &start)| {
+                    let end = starts
+                        .get(n + 1)
+                        .copied()
+                        .unwrap_or(line.len())
+                        .min(line.len());
+                    line.get(start.min(line.len())..end)
+                        .unwrap_or("")
+                        .trim()
+                        .to_string()
+                })
+                .collect()
+        })
+        .collect()
 }

@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code, clippy::unwrap_used)]
 
+pub(crate) mod crds;
 pub(crate) mod kubectl;
 
 use ctrlkit_testcluster::{TestCluster, TestClusterConfig};
@@ -48,6 +49,14 @@ pub(crate) async fn create_pod(client: &Client, name: &str, labels: serde_json::
         .create(&PostParams::default(), &pod(name, labels))
         .await
         .unwrap()
+}
+
+/// A client of `cluster` that does not retry (kube-client retries 429,
+/// 503 and 504 answers by default), for tests of those answers.
+pub(crate) fn client_without_retries(cluster: &TestCluster) -> Client {
+    let mut config = kube::Config::new(cluster.base_url().parse().unwrap());
+    config.default_retry = false;
+    Client::try_from(config).unwrap()
 }
 
 /// The API error of a failed call.

@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use ctrlkit_informer::SharedInformerFactory;
-use ctrlkit_replicaset::ops::logging::init_logging;
 use ctrlkit_replicaset::{ControllerOptions, ReplicaSetController, ReplicationManager};
+use ctrlkit_runtime::manager::{LogFilter, LogFormat, init_logging};
 use ctrlkit_testcluster::kubelet::KubeletConfig;
 use ctrlkit_testcluster::{TestCluster, TestClusterConfig};
 use k8s_openapi::api::apps::v1::ReplicaSet;
@@ -51,7 +51,10 @@ const POLL: Duration = Duration::from_millis(50);
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging("off");
+    // Quiet unless RUST_LOG asks for more: the demo prints its own steps.
+    if let Ok(filter) = LogFilter::from_env_or("off") {
+        init_logging(LogFormat::Text, &filter);
+    }
     let mut demo = Demo {
         step: 0,
         timeout: Duration::from_secs(cli.step_timeout),

@@ -2,37 +2,37 @@
 //! `spec.replicas`, like kube-controller-manager's ReplicaSet controller.
 //!
 //! Run `replicaset-controller --help` for the flags. Logs go to stderr,
-//! filtered by `RUST_LOG` (default `info`).
+//! filtered by `--log-level` / `RUST_LOG` (default `info`).
 
 use std::process::ExitCode;
 
 use clap::Parser;
 use ctrlkit_replicaset::ReplicaSetController;
-use ctrlkit_replicaset::cli::{ControllerArgs, run_main};
-use ctrlkit_replicaset::ops::logging::init_logging;
+use ctrlkit_replicaset::cli::ControllerArgs;
+use ctrlkit_runtime::manager::{ManagerArgs, run_main};
 
 /// Keeps the pods of every ReplicaSet at its spec.replicas: creates missing
 /// pods, deletes surplus ones, adopts matching orphans and reports status.
 ///
 /// Disable kube-controller-manager's own ReplicaSet controller first
 /// (--controllers=*,-replicaset), or the two will fight. Logs go to
-/// stderr, filtered by RUST_LOG (default: info). SIGTERM or Ctrl-C drains
+/// stderr, filtered by --log-level or RUST_LOG (default: info). SIGTERM or Ctrl-C drains
 /// in-flight syncs, releases the lease and exits 0.
 #[derive(Debug, Parser)]
 #[command(name = "replicaset-controller", version)]
 struct Cli {
     #[command(flatten)]
-    args: ControllerArgs,
+    manager: ManagerArgs,
+    #[command(flatten)]
+    controller: ControllerArgs,
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging("info");
-    run_main("replicaset-controller", &cli.args, |ctx| {
-        let controller =
-            ReplicaSetController::new(ctx.client, ctx.factory, ctx.options, Some(ctx.registry))?;
-        Ok::<_, ctrlkit_replicaset::Error>(move |shutdown| controller.run(shutdown))
+    let options = cli.controller.controller_options();
+    run_main("replicaset-controller", &cli.manager, |manager| {
+        ReplicaSetController::add_to(manager, options)
     })
     .await
 }

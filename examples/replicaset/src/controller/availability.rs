@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ctrlkit_podcontrol::availability::find_min_next_pod_availability_check;
+use ctrlkit_podcontrol::pod::is_pod_ready;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 
@@ -36,4 +37,18 @@ pub(crate) fn availability_requeue<O: ReplicaOwner>(
         find_min_next_pod_availability_check(active, min_ready, evaluated_at, now)
             .unwrap_or(fallback),
     )
+}
+
+/// After an update of a pod controlled by `owner`: when to look at the
+/// owner again because the pod just became ready and will count as
+/// available after `minReadySeconds`, which nothing announces. The extra
+/// second absorbs clock skew between timers and timestamps.
+pub(crate) fn min_ready_requeue<O: ReplicaOwner>(
+    old: &Pod,
+    new: &Pod,
+    owner: &O,
+) -> Option<Duration> {
+    let min_ready = owner.min_ready_seconds();
+    (min_ready > 0 && !is_pod_ready(old) && is_pod_ready(new))
+        .then(|| Duration::from_secs(u64::from(min_ready.unsigned_abs()) + 1))
 }

@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use ctrlkit_runtime::creation_id;
 use k8s_openapi::api::core::v1::Pod;
 
 use super::Shared;
@@ -15,25 +16,12 @@ use crate::owner::ReplicaOwner;
 /// expectation has expired (strictly older than the TTL) by then.
 const EXPIRY_MARGIN: Duration = Duration::from_millis(100);
 
-/// The identity a created pod is tracked by: its UID (never reused), or
-/// `namespace/name` for an object without one (hand-built test pods).
-pub(crate) fn pod_identity(pod: &Pod) -> String {
-    match pod.metadata.uid.as_deref() {
-        Some(uid) if !uid.is_empty() => uid.to_owned(),
-        _ => format!(
-            "{}/{}",
-            pod.metadata.namespace.as_deref().unwrap_or_default(),
-            pod.metadata.name.as_deref().unwrap_or_default()
-        ),
-    }
-}
-
 impl<O: ReplicaOwner> Shared<O> {
     /// A create for `key` returned `pod`: count it towards the tracked
-    /// expectations and remember its version for read-own-writes.
+    /// expectations, under the identity the runtime's pod handler reports
+    /// it by ([`creation_id`]).
     pub(crate) fn created_pod(&self, key: &str, pod: &Pod) {
-        self.expectations.record_creation(key, &pod_identity(pod));
-        self.wrote_pod(key, pod);
+        self.expectations.record_creation(key, &creation_id(pod));
     }
 
     /// Reports creations found lost since the last report: pods this

@@ -56,7 +56,7 @@ impl<O: ReplicaOwner> Shared<O> {
         });
         if let Err(write_error) = self.update_status(Arc::clone(owner), status).await {
             tracing::debug!(
-                key = super::object_key(owner.as_ref()),
+                key = super::key_of(owner.as_ref()),
                 error = %write_error,
                 "could not set the ReplicaFailure condition of an invalid owner"
             );

@@ -15,7 +15,7 @@ use k8s_openapi::jiff::Timestamp;
 
 use super::Shared;
 use super::deletion_cost::warn_malformed_deletion_costs;
-use super::keys::{object_key, pod_key};
+use super::key_of;
 use super::status::desired_replicas;
 use crate::Error;
 use crate::owner::ReplicaOwner;
@@ -32,7 +32,7 @@ impl<O: ReplicaOwner> Shared<O> {
         owner: &Arc<O>,
         active: Vec<Arc<Pod>>,
     ) -> Result<(), Error> {
-        let key = object_key(owner.as_ref());
+        let key = key_of(owner.as_ref());
         let desired = i64::from(desired_replicas(owner.as_ref()));
         let have = i64::try_from(active.len()).unwrap_or(i64::MAX);
         let burst = i64::try_from(self.burst_replicas).unwrap_or(i64::MAX);
@@ -68,7 +68,8 @@ impl<O: ReplicaOwner> Shared<O> {
         // these pods are counted against it.
         // Tracked by identity: only the pods these creates return count.
         self.expectations.expect_tracked_creations(key, count);
-        let pod_control = &self.pod_control;
+        // Created pods are recorded for read-own-writes.
+        let pod_control = &self.recording_pod_control(key);
         let result = slow_start_batch(count, SLOW_START_INITIAL_BATCH_SIZE, |_| {
             let (namespace, controller_ref, object_ref) =
                 (&namespace, &controller_ref, &object_ref);
@@ -114,7 +115,7 @@ impl<O: ReplicaOwner> Shared<O> {
         count: usize,
     ) -> Result<(), Error> {
         let victims = self.choose_victims(owner.as_ref(), active, count);
-        let victim_keys: Vec<String> = victims.iter().map(pod_key).collect();
+        let victim_keys: Vec<String> = victims.iter().map(|p| key_of(p.as_ref())).collect();
         // Set before the deletes, by key, so a pod seen terminating and then
         // gone counts once.
         self.expectations
@@ -152,7 +153,7 @@ impl<O: ReplicaOwner> Shared<O> {
         if count >= active.len() {
             return active;
         }
-        warn_malformed_deletion_costs(&object_key(owner), &active);
+        warn_malformed_deletion_costs(&key_of(owner), &active);
         let related = self.related_pods(owner);
         let ranks = rank_by_related_pods_on_same_node(&active, &related);
         let now = Timestamp::now();

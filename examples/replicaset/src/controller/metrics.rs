@@ -2,7 +2,6 @@
 //! and controller-runtime's reconcile metrics.
 
 use std::fmt;
-use std::sync::Arc;
 
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
@@ -15,8 +14,8 @@ use super::tracking_metrics::TrackingMetrics;
 /// its queue name: `replicaset`, `replicationmanager`).
 #[derive(Clone)]
 pub struct ControllerMetrics {
-    queue: ctrlkit_workqueue::PrometheusMetricsProvider,
-    workers: ctrlkit_worker::PrometheusMetricsProvider,
+    /// `workqueue_*` and `controller_runtime_reconcile_*`.
+    runtime: ctrlkit_runtime::ControllerMetrics,
     deletion_age_ratio: Histogram,
     churn_backoffs: Counter,
     churn_failed_pods_deleted: Counter,
@@ -65,8 +64,7 @@ impl ControllerMetrics {
             tracking,
             churn_backoffs,
             churn_failed_pods_deleted,
-            queue: ctrlkit_workqueue::PrometheusMetricsProvider::new(registry),
-            workers: ctrlkit_worker::PrometheusMetricsProvider::new(registry),
+            runtime: ctrlkit_runtime::ControllerMetrics::register(registry),
             deletion_age_ratio,
         }
     }
@@ -86,11 +84,8 @@ impl ControllerMetrics {
             .inc_by(u64::try_from(n).unwrap_or(u64::MAX));
     }
 
-    pub(crate) fn queue_provider(&self) -> Arc<dyn ctrlkit_workqueue::MetricsProvider> {
-        Arc::new(self.queue.clone())
-    }
-
-    pub(crate) fn worker_provider(&self) -> Arc<dyn ctrlkit_worker::MetricsProvider> {
-        Arc::new(self.workers.clone())
+    /// The runtime's families, for the controller builder.
+    pub(crate) fn runtime(&self) -> &ctrlkit_runtime::ControllerMetrics {
+        &self.runtime
     }
 }

@@ -1,9 +1,9 @@
-//! The pods one sync looks at: those the owner controls, plus the orphans of
-//! its namespace it could adopt.
+//! Which owners a pod concerns, and the pods one sync looks at: those the
+//! owner controls, plus the orphans of its namespace it could adopt.
 
 use std::sync::Arc;
 
-use ctrlkit_informer::{BY_ORPHAN_LABEL, Informer, index_orphans_by_label};
+use ctrlkit_informer::{ObjectKey, Store, controller_ref};
 use ctrlkit_refmanager::Selector;
 use k8s_openapi::api::core::v1::Pod;
 
@@ -11,10 +11,52 @@ use super::Shared;
 use crate::Error;
 use crate::owner::ReplicaOwner;
 
-/// Registers the pod index [`Shared::candidate_pods`] narrows orphans with
-/// (a no-op if another controller sharing the informer already did).
-pub(super) fn add_orphan_label_index(pods: &Informer<Pod>) {
-    pods.add_index_if_absent(BY_ORPHAN_LABEL, index_orphans_by_label);
+/// Every owner in the pod's namespace whose selector matches the pod's
+/// labels (upstream's `GetPodReplicaSets`): the owners an orphan is offered
+/// to. Owners with an invalid or empty selector never match; a pod without
+/// labels matches nothing. More than one is a user error and logged as a
+/// warning.
+pub fn owners_selecting<O: ReplicaOwner>(owners: &Store<O>, pod: &Pod) -> Vec<Arc<O>> {
+    let Some(labels) = pod.metadata.labels.as_ref().filter(|l| !l.is_empty()) else {
+        return Vec::new();
+    };
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
+    let matching: Vec<Arc<O>> = owners
+        .list_namespace(namespace)
+        .into_iter()
+        .filter(|owner| match owner.selector() {
+            Ok(s) => !s.is_everything() && !s.is_nothing() && s.matches(labels),
+            Err(_) => false,
+        })
+        .collect();
+    if matching.len() > 1 {
+        tracing::warn!(
+            kind = O::kind(&()).as_ref(),
+            namespace,
+            ?labels,
+            owners = matching.len(),
+            "user error: more than one owner is selecting pods with these labels"
+        );
+    }
+    matching
+}
+
+/// The keys of the owners an orphan is offered to for adoption.
+pub(super) fn orphan_owner_keys<O: ReplicaOwner>(pod: &Pod, owners: &Store<O>) -> Vec<ObjectKey> {
+    owners_selecting(owners, pod)
+        .iter()
+        .map(|owner| ObjectKey::from_object(owner.as_ref()))
+        .collect()
+}
+
+/// Whether an update of a pod (whose controller did not change) should
+/// wake its owner: not a resync re-announcing an unchanged pod, and for an
+/// orphan only a change of labels (what decides who may adopt it).
+pub(super) fn pod_update_matters(old: &Pod, new: &Pod) -> bool {
+    if old.metadata.resource_version == new.metadata.resource_version {
+        return false;
+    }
+    controller_ref(&new.metadata).is_some() || old.metadata.labels != new.metadata.labels
 }
 
 impl<O: ReplicaOwner> Shared<O> {
@@ -46,6 +88,7 @@ impl<O: ReplicaOwner> Shared<O> {
 #[cfg(test)]
 mod tests {
     use async_trait::async_trait;
+    use ctrlkit_informer::Informer;
     use ctrlkit_podcontrol::FakePodControl;
     use k8s_openapi::api::apps::v1::ReplicaSet;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
@@ -92,6 +135,7 @@ mod tests {
             Arc::new(NoOwners),
             ControllerOptions::default(),
         )
+        .unwrap()
     }
 
     fn names(pods: Vec<Arc<Pod>>) -> Vec<String> {
@@ -165,7 +209,8 @@ mod tests {
             Arc::new(FakePodControl::new()),
             Arc::new(NoOwners),
             ControllerOptions::default(),
-        );
+        )
+        .unwrap();
         let s = selector(json!({"matchLabels": {"app": "web"}}));
         informer.apply_event(Event::Apply(pod("ns", "p", json!({"app": "web"}), None)));
         assert_eq!(

@@ -12,7 +12,7 @@ use kube::core::response::reason;
 
 use super::Shared;
 use super::invalid_spec::is_invalid_spec_reason;
-use super::keys::object_key;
+use super::key_of;
 use crate::Error;
 use crate::owner::{REPLICA_FAILURE, ReplicaCondition, ReplicaOwner, ReplicaStatus};
 
@@ -156,7 +156,7 @@ impl<O: ReplicaOwner> Shared<O> {
         if status_unchanged(owner.as_ref(), &status) {
             return Ok(owner);
         }
-        let key = object_key(owner.as_ref());
+        let key = key_of(owner.as_ref());
         status.observed_generation = owner.meta().generation.unwrap_or(0);
         let mut current: O = (*owner).clone();
         let mut attempt = 0;

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use ctrlkit_informer::ObjectKey;
 use ctrlkit_podcontrol::PodControlError;
 use ctrlkit_podcontrol::pod::{filter_active_pods, is_controlled_by, is_pod_terminating};
 use ctrlkit_refmanager::{
@@ -18,7 +19,6 @@ use super::churn::apply_churn_condition;
 use super::invalid_spec::{
     EMPTY_SELECTOR_REASON, INVALID_SELECTOR_REASON, SELECTOR_MISMATCH_REASON,
 };
-use super::keys::split_key;
 use super::status::calculate_status;
 use crate::Error;
 use crate::owner::ReplicaOwner;
@@ -33,12 +33,24 @@ enum RecheckError {
 }
 
 impl<O: ReplicaOwner> Shared<O> {
-    /// Brings the owner behind `key` towards its desired state and writes
-    /// its status. Reads only the informer caches (plus one live read of
-    /// the owner before adopting, and the status write).
-    pub(crate) async fn sync(&self, key: &str) -> Result<Action, Error> {
+    /// Brings the owner behind `key` (`owner` as cached, `None` once it is
+    /// gone) towards its desired state and writes its status. Reads only
+    /// the informer caches (plus one live read of the owner before
+    /// adopting, and the status write). The runtime has checked that the
+    /// caches show this controller's last writes for `key`
+    /// (read-own-writes) before reading `owner` from the cache, so the copy
+    /// already holds our last status write.
+    pub(crate) async fn sync(
+        &self,
+        key: &ObjectKey,
+        owner: Option<Arc<O>>,
+    ) -> Result<Action, Error> {
+        if key.namespace.is_empty() {
+            return Err(Error::InvalidKey(key.to_string()));
+        }
+        let key = &key.to_string();
         let started = tokio::time::Instant::now();
-        let result = match self.sync_owner(key).await {
+        let result = match self.sync_owner(key, owner).await {
             // Deleted behind the cache's back: the informer's delete event
             // will follow; retrying before it would only fail again.
             Err(Error::OwnerGone { .. }) => {
@@ -60,17 +72,8 @@ impl<O: ReplicaOwner> Shared<O> {
         result
     }
 
-    async fn sync_owner(&self, key: &str) -> Result<Action, Error> {
-        let (namespace, name) = split_key(key).ok_or_else(|| Error::InvalidKey(key.to_owned()))?;
-        // Read-own-writes: not before the caches show our last writes. Checked
-        // before the owner is read, so the copy read below already holds our
-        // last status write (read first, it could predate it and the status
-        // write would conflict). A deleted owner's writes count as observed
-        // once its delete event is, and the delete handler clears them.
-        if let Some(requeue) = self.stale_sync_skip(key) {
-            return Ok(requeue);
-        }
-        let Some(owner) = self.owners.get(namespace, name) else {
+    async fn sync_owner(&self, key: &str, owner: Option<Arc<O>>) -> Result<Action, Error> {
+        let Some(owner) = owner else {
             tracing::debug!(key, "owner has been deleted");
             self.forget_owner(key);
             return Ok(Action::done());
@@ -80,6 +83,7 @@ impl<O: ReplicaOwner> Shared<O> {
         let needs_sync = self.expectations.satisfied(key);
         self.report_lost_creations(key);
 
+        let namespace = owner.meta().namespace.as_deref().unwrap_or_default();
         let selector = self.checked_selector(key, &owner).await?;
         let uid = owner.meta().uid.clone().unwrap_or_default();
         if let Some(replicas) = owner.spec_replicas().filter(|n| *n < 0) {
@@ -102,7 +106,7 @@ impl<O: ReplicaOwner> Shared<O> {
         // Before managing: a pod that just churned must hold back creations.
         let churn = self.guard_churn(key, &owner, &all_pods).await;
         let active = filter_active_pods(all_pods);
-        let active = self.claim_pods(&owner, selector, active).await?;
+        let active = self.claim_pods(key, &owner, selector, active).await?;
 
         let manage_error = if needs_sync && owner.meta().deletion_timestamp.is_none() {
             self.manage_replicas(&owner, active.clone()).await.err()
@@ -207,6 +211,7 @@ impl<O: ReplicaOwner> Shared<O> {
     /// matching; returns the pods the owner controls afterwards.
     async fn claim_pods(
         &self,
+        key: &str,
         owner: &Arc<O>,
         selector: Selector,
         pods: Vec<Arc<Pod>>,
@@ -228,7 +233,7 @@ impl<O: ReplicaOwner> Shared<O> {
         });
         let manager = PodControllerRefManager::new(
             // Adopt and release patches are own writes, like creates.
-            self.recording_pod_control(&super::object_key(owner.as_ref())),
+            self.recording_pod_control(key),
             owner_meta,
             selector,
             recheck,
@@ -237,7 +242,7 @@ impl<O: ReplicaOwner> Shared<O> {
             Ok(claimed) => Ok(claimed),
             Err(errors) if owner_gone(&errors) => Err(Error::OwnerGone {
                 kind: <O as k8s_openapi::Resource>::KIND,
-                key: super::object_key(owner.as_ref()),
+                key: key.to_owned(),
             }),
             Err(errors) => Err(errors.into()),
         }

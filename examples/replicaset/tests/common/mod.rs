@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use ctrlkit_informer::Informer;
+use ctrlkit_informer::{DeletedObject, EventHandler, Informer, ObjectKey};
 use ctrlkit_podcontrol::FakePodControl;
 use ctrlkit_replicaset::{Controller, ControllerOptions, OwnerClient, ReplicaOwner};
 use k8s_openapi::api::apps::v1::ReplicaSet;
@@ -317,7 +317,8 @@ impl<O: ReplicaOwner> Harness<O> {
             Arc::new(fake.clone()),
             client.clone(),
             options,
-        );
+        )
+        .unwrap();
         Self {
             pods,
             owners,
@@ -377,21 +378,54 @@ impl<O: ReplicaOwner> Harness<O> {
         n
     }
 
+    /// Calls the controller's pod update handler, as the pod informer
+    /// would, with any two states.
+    pub fn update_pod(&self, old: &Arc<Pod>, new: &Arc<Pod>) {
+        self.pod_handler().on_update(old, new);
+    }
+
+    /// Calls the controller's pod delete handler (tombstones too).
+    pub fn delete_pod(&self, pod: &DeletedObject<Pod>) {
+        self.pod_handler().on_delete(pod);
+    }
+
+    /// Calls the controller's owner update handler with any two states.
+    pub fn update_owner(&self, old: &Arc<O>, new: &Arc<O>) {
+        self.controller
+            .runtime()
+            .owner_handler()
+            .on_update(old, new);
+    }
+
+    /// Calls the controller's owner delete handler (tombstones too).
+    pub fn delete_owner(&self, owner: &DeletedObject<O>) {
+        self.controller.runtime().owner_handler().on_delete(owner);
+    }
+
+    fn pod_handler(&self) -> Arc<dyn EventHandler<Pod>> {
+        self.controller.runtime().owned_handler::<Pod>().unwrap()
+    }
+
     /// Takes every key in the queue now (marking each done), sorted.
     pub fn drain_queue(&self) -> Vec<String> {
-        let queue = self.controller.queue();
+        let queue = self.controller.runtime().queue();
         let mut keys = Vec::new();
         while let Some(key) = queue.try_get() {
             queue.done(&key);
-            keys.push(key);
+            keys.push(key.to_string());
         }
         keys.sort();
         keys
     }
 
-    pub fn key(owner: &O) -> String {
-        ctrlkit_replicaset::object_key(owner)
+    pub fn key(owner: &O) -> ObjectKey {
+        ObjectKey::from_object(owner)
     }
+}
+
+/// The typed key of `namespace/name` (or a cluster-scoped `name`).
+pub fn key(key: &str) -> ObjectKey {
+    key.parse().unwrap()
 }
 
 /// Polls `check` every 50 ms (tokio time) until it holds; panics after

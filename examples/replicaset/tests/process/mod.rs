@@ -106,8 +106,13 @@ impl Process {
     }
 
     pub fn sigterm(&self) {
+        self.signal("TERM");
+    }
+
+    /// Sends `signal` (`"KILL"`, `"STOP"`, `"CONT"`, …) to the process.
+    pub fn signal(&self, signal: &str) {
         let status = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
+            .args([&format!("-{signal}"), &self.child.id().to_string()])
             .status()
             .unwrap();
         assert!(status.success());
@@ -284,6 +289,18 @@ pub async fn wait_converged(
         },
     )
     .await;
+}
+
+/// Sets `spec.replicas` of the ReplicaSet `name`.
+pub async fn scale_replicaset(client: &kube::Client, namespace: &str, name: &str, replicas: i32) {
+    replicasets(client, namespace)
+        .patch(
+            name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"spec": {"replicas": replicas}})),
+        )
+        .await
+        .unwrap();
 }
 
 /// The number of pods that exist for `app=<name>`.

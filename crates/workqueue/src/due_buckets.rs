@@ -1,4 +1,5 @@
-//! Items waiting for their `add_after` delay, ordered by due time.
+//! The due times of the delay store in firing order: one bucket per
+//! millisecond, sorted only when it becomes due.
 //!
 //! A binary heap over hundreds of thousands of timers spends most of its
 //! time on cache misses while sifting. Since tokio's timer fires at
@@ -11,7 +12,7 @@ use std::collections::BTreeMap;
 
 use tokio::time::Instant;
 
-use crate::items::Slot;
+use crate::item_store::Slot;
 
 /// One pending `add_after` copy. `seq` orders copies with equal due times
 /// by call order, and lets the item store tell the live copy of an item
@@ -35,7 +36,7 @@ struct Bucket {
 
 /// Pending delays, in due order.
 #[derive(Debug)]
-pub(crate) struct Delays {
+pub(crate) struct DueBuckets {
     epoch: Instant,
     buckets: BTreeMap<u64, Bucket>,
     spare: Vec<Vec<Delayed>>,
@@ -45,7 +46,7 @@ pub(crate) struct Delays {
 /// Buffers kept for reuse; beyond this, emptied buckets free theirs.
 const SPARE_BUCKETS: usize = 32;
 
-impl Delays {
+impl DueBuckets {
     /// No delays; `epoch` anchors the millisecond ticks.
     pub(crate) fn new(epoch: Instant) -> Self {
         Self {
@@ -131,7 +132,7 @@ mod tests {
     fn pops_in_due_then_call_order_across_and_within_ticks() {
         let epoch = Instant::now();
         let at = |us: u64| epoch + Duration::from_micros(us);
-        let mut delays = Delays::new(epoch);
+        let mut delays = DueBuckets::new(epoch);
         for (us, item) in [(2500, 3), (900, 2), (100, 1), (2500, 4), (2100, 5)] {
             delays.push(at(us), item);
         }

@@ -1,23 +1,24 @@
-//! Items waiting for their `add_after` delay.
+//! The delay store: items waiting for their `add_after` delay, each with
+//! its due time and the priority it will be added with.
 //!
-//! Kept apart from the queue proper, under a lock of its own: `add_after`
+//! Kept apart from the queued items, under a lock of its own: `add_after`
 //! touches only this store, so a producer scheduling many delays does not
-//! compete with the workers for the queue's lock. The timer task takes the
-//! due items out of here in one batch and then adds them to the queue.
+//! compete with the workers for the queue's lock. Due items are taken out of
+//! here in one batch and then added to the queue (see
+//! [`SharedState::fire_due`](crate::shared_state::SharedState::fire_due)).
 //!
-//! Each waiting item is stored once ([`Items`]) with its earliest due time
-//! and the priority it will be added with; [`Delays`] orders the due times.
-//! An earlier `add_after` of a waiting item pushes a second copy into
-//! `Delays` and leaves the first to be skipped when it expires (its
-//! sequence number no longer matches).
+//! Each waiting item is stored once ([`ItemStore`]); [`DueBuckets`] orders
+//! the due times. An earlier `add_after` of a waiting item pushes a second
+//! copy into the buckets and leaves the first to be skipped when it expires
+//! (its sequence number no longer matches).
 
 use std::hash::Hash;
 
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::delays::Delays;
-use crate::items::{CellState, Items};
+use crate::due_buckets::DueBuckets;
+use crate::item_store::{CellState, ItemStore};
 use crate::metrics::CounterMetric;
 
 /// The delay of one waiting item.
@@ -25,7 +26,7 @@ use crate::metrics::CounterMetric;
 pub(crate) struct Wait {
     /// Earliest time the delay ends (`None` only in a free cell).
     due: Option<Instant>,
-    /// Sequence number of the live copy in [`Delays`].
+    /// Sequence number of the live copy in [`DueBuckets`].
     seq: u64,
     /// Priority the item is added with when the delay ends.
     priority: i32,
@@ -47,26 +48,26 @@ impl CellState for Wait {
 }
 
 /// Everything behind the delay lock.
-pub(crate) struct Pending<T> {
-    items: Items<T, Wait>,
-    delays: Delays,
+pub(crate) struct DelayStore<T> {
+    items: ItemStore<T, Wait>,
+    delays: DueBuckets,
     /// Set by shutdown: later `add_after`s are ignored.
     closed: bool,
     /// The retries counter, if the queue records metrics.
     retries: Option<Box<dyn CounterMetric>>,
-    /// The timer task, once started (see [`crate::driver`]).
-    pub(crate) driver: Option<JoinHandle<()>>,
+    /// The timer task, once started (see [`crate::timer_task`]).
+    pub(crate) timer_task: Option<JoinHandle<()>>,
 }
 
-impl<T> Pending<T> {
+impl<T> DelayStore<T> {
     /// Nothing waiting.
     pub(crate) fn new(retries: Option<Box<dyn CounterMetric>>) -> Self {
         Self {
-            items: Items::default(),
-            delays: Delays::new(Instant::now()),
+            items: ItemStore::default(),
+            delays: DueBuckets::new(Instant::now()),
             closed: false,
             retries,
-            driver: None,
+            timer_task: None,
         }
     }
 
@@ -95,7 +96,7 @@ impl<T> Pending<T> {
     /// Drops every waiting item and refuses later ones (shutdown).
     pub(crate) fn close(&mut self) {
         self.closed = true;
-        self.delays = Delays::new(Instant::now());
+        self.delays = DueBuckets::new(Instant::now());
         self.items.clear();
     }
 
@@ -105,14 +106,14 @@ impl<T> Pending<T> {
         self.items.len()
     }
 
-    /// Number of copies in [`Delays`], superseded ones included.
+    /// Number of copies in [`DueBuckets`], superseded ones included.
     #[cfg(test)]
     pub(crate) fn copies(&self) -> usize {
         self.delays.len()
     }
 }
 
-impl<T: Hash + Eq> Pending<T> {
+impl<T: Hash + Eq> DelayStore<T> {
     /// Schedules `item` to be added with `priority` at `due`. An item that
     /// already waits keeps the earlier of the two times and the higher of
     /// the two priorities. Returns `true` if `due` became the earliest
@@ -123,7 +124,7 @@ impl<T: Hash + Eq> Pending<T> {
         }
         let earliest = self.next_due().is_none_or(|head| due < head);
         let (slot, _) = self.items.insert(item);
-        let Some(wait) = self.items.entry_mut(slot) else {
+        let Some(wait) = self.items.state_mut(slot) else {
             return false;
         };
         match wait.due {
@@ -144,7 +145,7 @@ impl<T: Hash + Eq> Pending<T> {
     /// order among equal due times), with the priority to add it with.
     pub(crate) fn take_due(&mut self, now: Instant, out: &mut Vec<(T, i32)>) {
         while let Some(delayed) = self.delays.pop_due(now) {
-            let Some(wait) = self.items.entry_mut(delayed.item) else {
+            let Some(wait) = self.items.state_mut(delayed.item) else {
                 continue;
             };
             if wait.due.is_none() || wait.seq != delayed.seq {
@@ -165,37 +166,37 @@ mod tests {
 
     #[test]
     fn an_earlier_due_time_supersedes_the_waiting_copy() {
-        let mut pending = Pending::new(None);
+        let mut store = DelayStore::new(None);
         let now = Instant::now();
         let at = |s| now + Duration::from_secs(s);
-        assert!(pending.add_at(1, at(5), 0));
-        assert!(!pending.add_at(1, at(9), 3), "later: ignored");
-        assert_eq!(pending.copies(), 1);
-        assert!(pending.add_at(1, at(2), 0));
-        assert_eq!(pending.copies(), 2, "the old copy is left to expire");
-        assert_eq!(pending.next_due(), Some(at(2)));
+        assert!(store.add_at(1, at(5), 0));
+        assert!(!store.add_at(1, at(9), 3), "later: ignored");
+        assert_eq!(store.copies(), 1);
+        assert!(store.add_at(1, at(2), 0));
+        assert_eq!(store.copies(), 2, "the old copy is left to expire");
+        assert_eq!(store.next_due(), Some(at(2)));
         let mut out = Vec::new();
-        pending.take_due(at(3), &mut out);
+        store.take_due(at(3), &mut out);
         assert_eq!(out, [(1, 3)], "the higher priority is kept");
         out.clear();
-        pending.take_due(at(6), &mut out);
+        store.take_due(at(6), &mut out);
         assert!(out.is_empty(), "stale copy");
-        assert_eq!(pending.copies(), 0);
-        assert_eq!(pending.len(), 0);
+        assert_eq!(store.copies(), 0);
+        assert_eq!(store.len(), 0);
     }
 
     #[test]
     fn close_drops_everything_and_refuses_more() {
-        let mut pending = Pending::new(None);
+        let mut store = DelayStore::new(None);
         let now = Instant::now();
-        pending.add_at(1, now + Duration::from_secs(1), 0);
-        pending.add_at(2, now + Duration::from_secs(2), 0);
-        pending.close();
-        assert_eq!(pending.len(), 0);
-        assert_eq!(pending.next_due(), None);
-        assert!(!pending.add_at(3, now, 0));
+        store.add_at(1, now + Duration::from_secs(1), 0);
+        store.add_at(2, now + Duration::from_secs(2), 0);
+        store.close();
+        assert_eq!(store.len(), 0);
+        assert_eq!(store.next_due(), None);
+        assert!(!store.add_at(3, now, 0));
         let mut out = Vec::new();
-        pending.take_due(now + Duration::from_secs(9), &mut out);
+        store.take_due(now + Duration::from_secs(9), &mut out);
         assert!(out.is_empty());
     }
 }

@@ -1,0 +1,879 @@
+//! The list/watch loop: what kube-runtime's `watcher` does, plus what an
+//! informer needs and that watcher does not give:
+//!
+//! - objects are decoded one at a time ([`crate::decode`]), so one bad
+//!   object is reported instead of failing the list or the watch;
+//! - every successful response is visible, bookmarks and watches that ran
+//!   to their timeout included (kube's watcher consumes them silently), so
+//!   the informer can tell a quiet watch from a blind one;
+//! - "Too large resource version" (HTTP 504, cause
+//!   `ResourceVersionTooLarge`: the server's versions went backwards, e.g.
+//!   after a restart on fresh storage) starts over with a fresh list, as
+//!   client-go's reflector does. kube's watcher retries the watch from the
+//!   same resourceVersion for ever and stays blind;
+//! - a watch line that cannot be read at all ends that watch and re-watches
+//!   from the last resourceVersion, so the event is delivered again rather
+//!   than lost.
+//!
+//! Otherwise it follows kube's watcher: paginated lists (or a streaming
+//! list), a watch from the list's resourceVersion resumed after it ends,
+//! 410 Gone answered with a relist, a client-side idle timeout of the watch
+//! timeout plus 5 s, the same [`watcher::Config`] and [`watcher::Error`].
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use futures::{AsyncBufReadExt, Stream, StreamExt};
+use http::HeaderValue;
+use http::header::ACCEPT_ENCODING;
+use kube::api::{ListParams, VersionMatch, WatchParams};
+use kube::core::{Request, Status, WatchEvent};
+use kube::runtime::watcher::{self, Event, InitialListStrategy, ListSemantic};
+use kube::{Api, Client, Resource};
+use serde::de::DeserializeOwned;
+
+use crate::decode::{ListPage as Page, MaybeDecoded, decode_list, decode_watch_line};
+use crate::health::{DEFAULT_WATCH_TIMEOUT, WATCH_IDLE_MARGIN};
+
+/// What the loop hands to the informer.
+#[derive(Debug)]
+pub(crate) enum Step<K> {
+    /// A change to apply (or the markers of a list).
+    Event(Event<MaybeDecoded<K>>),
+    /// A successful response with nothing to apply: a list page, a
+    /// bookmark, a watch that ran to its end.
+    Alive,
+    /// The server's resourceVersions went backwards: the list that follows
+    /// starts a new version history.
+    VersionsReset,
+}
+
+pub(crate) type WatchLines<K> =
+    BoxStream<'static, Result<WatchEvent<MaybeDecoded<K>>, kube::Error>>;
+
+/// Where the loop lists and watches: the API server, or a script in tests.
+pub(crate) trait ListWatch<K>: Send + Sync + 'static {
+    fn list(&self, params: &ListParams) -> BoxFuture<'static, Result<Page<K>, kube::Error>>;
+    fn watch(
+        &self,
+        params: &WatchParams,
+        resource_version: &str,
+    ) -> BoxFuture<'static, Result<WatchLines<K>, kube::Error>>;
+}
+
+/// The API server behind an [`Api`].
+pub(crate) struct ApiSource {
+    client: Client,
+    request: Request,
+    metadata_api: bool,
+}
+
+impl ApiSource {
+    pub(crate) fn new<K: Resource + Clone>(api: &Api<K>) -> Self {
+        Self {
+            client: api.clone().into_client(),
+            request: Request::new(api.resource_url()),
+            metadata_api: K::metadata_api(),
+        }
+    }
+}
+
+impl<K> ListWatch<K> for ApiSource
+where
+    K: DeserializeOwned + Send + 'static,
+{
+    fn list(&self, params: &ListParams) -> BoxFuture<'static, Result<Page<K>, kube::Error>> {
+        let request = match self.metadata_api {
+            true => self.request.list_metadata(params),
+            false => self.request.list(params),
+        };
+        let client = self.client.clone();
+        Box::pin(async move {
+            let mut request = request.map_err(kube::Error::BuildRequest)?;
+            request.extensions_mut().insert("list");
+            let body = client.request_text(request).await?;
+            decode_list::<K>(&body).map_err(kube::Error::SerdeError)
+        })
+    }
+
+    fn watch(
+        &self,
+        params: &WatchParams,
+        resource_version: &str,
+    ) -> BoxFuture<'static, Result<WatchLines<K>, kube::Error>> {
+        let request = match self.metadata_api {
+            true => self.request.watch_metadata(params, resource_version),
+            false => self.request.watch(params, resource_version),
+        };
+        let client = self.client.clone();
+        Box::pin(async move {
+            let mut request = request.map_err(kube::Error::BuildRequest)?;
+            request.extensions_mut().insert("watch");
+            // As kube's own watch requests: its decompression layer cannot
+            // read the multi-member gzip of newer servers' watch streams.
+            request
+                .headers_mut()
+                .entry(ACCEPT_ENCODING)
+                .or_insert(HeaderValue::from_static("identity"));
+            let body = client.request_stream(request).await?;
+            let lines = Box::pin(body).lines().filter_map(|line| async move {
+                match line {
+                    Ok(line) => decode_watch_line::<K>(&line).transpose(),
+                    Err(error) => Some(Err(kube::Error::ReadEvents(error))),
+                }
+            });
+            Ok(lines.boxed())
+        })
+    }
+}
+
+/// Where the loop is.
+enum State<K> {
+    /// About to start over with a fresh list; `reset` when the server's
+    /// versions went backwards.
+    Empty { reset: bool },
+    /// Paging through a list. `resource_version` is the last page's.
+    Listing {
+        continue_token: Option<String>,
+        resource_version: Option<String>,
+        items: VecDeque<MaybeDecoded<K>>,
+    },
+    /// A streaming list: the initial events of a watch.
+    InitialWatch { lines: WatchLines<K> },
+    /// Listed; a watch from `resource_version` is to be opened.
+    Listed { resource_version: String },
+    /// Watching. `failed` once the server sent an error on this watch.
+    Watching {
+        resource_version: String,
+        lines: WatchLines<K>,
+        failed: bool,
+    },
+}
+
+type Output<K> = Option<Result<Step<K>, watcher::Error>>;
+
+/// The informer's event stream over `source`: it never ends, and recovers
+/// by itself after an error (apply a backoff between errors).
+pub(crate) fn list_watch<K>(
+    source: Arc<dyn ListWatch<K>>,
+    config: watcher::Config,
+) -> impl Stream<Item = Result<Step<K>, watcher::Error>> + Send
+where
+    K: Resource + Send + 'static,
+{
+    futures::stream::unfold(
+        (source, config, State::Empty { reset: false }),
+        |(source, config, mut state)| async move {
+            loop {
+                let (output, next) = step(&*source, &config, state).await;
+                state = next;
+                if let Some(output) = output {
+                    return Some((output, (source, config, state)));
+                }
+            }
+        },
+    )
+}
+
+/// One transition; `None` output means "keep going".
+async fn step<K>(
+    source: &dyn ListWatch<K>,
+    config: &watcher::Config,
+    state: State<K>,
+) -> (Output<K>, State<K>)
+where
+    K: Resource + Send + 'static,
+{
+    match state {
+        State::Empty { reset: true } => {
+            (Some(Ok(Step::VersionsReset)), State::Empty { reset: false })
+        }
+        State::Empty { reset: false } => match config.initial_list_strategy {
+            InitialListStrategy::ListWatch => (
+                Some(Ok(Step::Event(Event::Init))),
+                State::Listing {
+                    continue_token: None,
+                    resource_version: None,
+                    items: VecDeque::new(),
+                },
+            ),
+            InitialListStrategy::StreamingList => {
+                match source.watch(&watch_params(config, true), "0").await {
+                    Ok(lines) => (
+                        Some(Ok(Step::Event(Event::Init))),
+                        State::InitialWatch { lines },
+                    ),
+                    Err(error) => (
+                        Some(Err(watcher::Error::WatchStartFailed(error))),
+                        State::Empty { reset: false },
+                    ),
+                }
+            }
+        },
+        State::Listing {
+            continue_token,
+            resource_version,
+            mut items,
+        } => {
+            if let Some(item) = items.pop_front() {
+                let next = State::Listing {
+                    continue_token,
+                    resource_version,
+                    items,
+                };
+                return (Some(Ok(Step::Event(Event::InitApply(item)))), next);
+            }
+            if continue_token.is_none()
+                && let Some(resource_version) = resource_version
+            {
+                return (
+                    Some(Ok(Step::Event(Event::InitDone))),
+                    State::Listed { resource_version },
+                );
+            }
+            let mut params = list_params(config);
+            params.continue_token = continue_token;
+            match source.list(&params).await {
+                Ok(page) if page.resource_version.is_none() && page.continue_token.is_none() => (
+                    Some(Err(watcher::Error::NoResourceVersion)),
+                    State::Empty { reset: false },
+                ),
+                Ok(page) => (
+                    Some(Ok(Step::Alive)),
+                    State::Listing {
+                        continue_token: page.continue_token,
+                        resource_version: page.resource_version.or(resource_version),
+                        items: page.items.into(),
+                    },
+                ),
+                Err(error) => {
+                    let reset = api_status(&error).is_some_and(is_too_large_resource_version);
+                    (
+                        Some(Err(watcher::Error::InitialListFailed(error))),
+                        State::Empty { reset },
+                    )
+                }
+            }
+        }
+        State::InitialWatch { mut lines } => match next_line(&mut lines, config.timeout).await {
+            Line::Event(WatchEvent::Added(obj) | WatchEvent::Modified(obj)) => (
+                Some(Ok(Step::Event(Event::InitApply(obj)))),
+                State::InitialWatch { lines },
+            ),
+            Line::Event(WatchEvent::Deleted(_)) => {
+                tracing::warn!("delete event in the initial events of a streaming list; ignored");
+                (None, State::InitialWatch { lines })
+            }
+            Line::Event(WatchEvent::Bookmark(bookmark)) => {
+                if bookmark
+                    .metadata
+                    .annotations
+                    .contains_key("k8s.io/initial-events-end")
+                {
+                    let next = State::Watching {
+                        resource_version: bookmark.metadata.resource_version,
+                        lines,
+                        failed: false,
+                    };
+                    (Some(Ok(Step::Event(Event::InitDone))), next)
+                } else {
+                    (Some(Ok(Step::Alive)), State::InitialWatch { lines })
+                }
+            }
+            Line::Event(WatchEvent::Error(status)) => {
+                let next = match restart_for(&status) {
+                    Some(reset) => State::Empty { reset },
+                    None => State::InitialWatch { lines },
+                };
+                (Some(Err(watcher::Error::WatchError(status))), next)
+            }
+            Line::Failed(error) => (
+                Some(Err(watcher::Error::WatchFailed(error))),
+                State::Empty { reset: false },
+            ),
+            // The initial events are incomplete: start over.
+            Line::Ended | Line::IdleTimeout => (None, State::Empty { reset: false }),
+        },
+        State::Listed { resource_version } => {
+            match source
+                .watch(&watch_params(config, false), &resource_version)
+                .await
+            {
+                Ok(lines) => (
+                    None,
+                    State::Watching {
+                        resource_version,
+                        lines,
+                        failed: false,
+                    },
+                ),
+                Err(error) => {
+                    let next = match api_status(&error).and_then(restart_for) {
+                        Some(reset) => State::Empty { reset },
+                        None => State::Listed { resource_version },
+                    };
+                    (Some(Err(watcher::Error::WatchStartFailed(error))), next)
+                }
+            }
+        }
+        State::Watching {
+            resource_version,
+            mut lines,
+            failed,
+        } => match next_line(&mut lines, config.timeout).await {
+            Line::Event(WatchEvent::Added(obj) | WatchEvent::Modified(obj)) => {
+                watched(obj, Event::Apply, lines, failed)
+            }
+            Line::Event(WatchEvent::Deleted(obj)) => watched(obj, Event::Delete, lines, failed),
+            Line::Event(WatchEvent::Bookmark(bookmark)) => {
+                let resource_version = Some(bookmark.metadata.resource_version)
+                    .filter(|rv| !rv.is_empty())
+                    .unwrap_or(resource_version);
+                let next = State::Watching {
+                    resource_version,
+                    lines,
+                    failed,
+                };
+                (Some(Ok(Step::Alive)), next)
+            }
+            Line::Event(WatchEvent::Error(status)) => {
+                let next = match restart_for(&status) {
+                    Some(reset) => State::Empty { reset },
+                    None => State::Watching {
+                        resource_version,
+                        lines,
+                        failed: true,
+                    },
+                };
+                (Some(Err(watcher::Error::WatchError(status))), next)
+            }
+            // Re-watch from the last version: the server sends the event
+            // we could not read again (unless the line said the version is
+            // unusable).
+            Line::Failed(error) => {
+                let next = match api_status(&error).and_then(restart_for) {
+                    Some(reset) => State::Empty { reset },
+                    None => State::Listed { resource_version },
+                };
+                (Some(Err(watcher::Error::WatchFailed(error))), next)
+            }
+            // The watch ran to its timeout: the server had nothing more to
+            // say, which is a successful response too.
+            Line::Ended if !failed => (Some(Ok(Step::Alive)), State::Listed { resource_version }),
+            Line::Ended => (None, State::Listed { resource_version }),
+            Line::IdleTimeout => {
+                tracing::debug!("watch idle for longer than its timeout; reconnecting");
+                (None, State::Listed { resource_version })
+            }
+        },
+    }
+}
+
+/// An object event while watching: applied, and the watch resumes from its
+/// resourceVersion (which every watched object must have).
+fn watched<K: Resource>(
+    obj: MaybeDecoded<K>,
+    event: fn(MaybeDecoded<K>) -> Event<MaybeDecoded<K>>,
+    lines: WatchLines<K>,
+    failed: bool,
+) -> (Output<K>, State<K>) {
+    match obj
+        .metadata()
+        .resource_version
+        .clone()
+        .filter(|rv| !rv.is_empty())
+    {
+        Some(resource_version) => (
+            Some(Ok(Step::Event(event(obj)))),
+            State::Watching {
+                resource_version,
+                lines,
+                failed,
+            },
+        ),
+        None => (
+            Some(Err(watcher::Error::NoResourceVersion)),
+            State::Empty { reset: false },
+        ),
+    }
+}
+
+/// What reading a watch gave.
+enum Line<K> {
+    Event(WatchEvent<MaybeDecoded<K>>),
+    Failed(kube::Error),
+    Ended,
+    IdleTimeout,
+}
+
+/// The next watch event, giving up on a connection that stays silent for
+/// longer than the watch timeout plus a margin (a `timeout` of 0 disables
+/// this, as in kube's watcher).
+async fn next_line<K>(lines: &mut WatchLines<K>, timeout: Option<u32>) -> Line<K> {
+    let next = async {
+        match lines.next().await {
+            Some(Ok(event)) => Line::Event(event),
+            Some(Err(error)) => Line::Failed(error),
+            None => Line::Ended,
+        }
+    };
+    if timeout == Some(0) {
+        return next.await;
+    }
+    let server_timeout =
+        timeout.map_or(DEFAULT_WATCH_TIMEOUT, |t| Duration::from_secs(u64::from(t)));
+    tokio::time::timeout(server_timeout + WATCH_IDLE_MARGIN, next)
+        .await
+        .unwrap_or(Line::IdleTimeout)
+}
+
+fn list_params(config: &watcher::Config) -> ListParams {
+    let (resource_version, version_match) = match config.list_semantic {
+        ListSemantic::Any => (Some("0".to_owned()), Some(VersionMatch::NotOlderThan)),
+        ListSemantic::MostRecent => (None, None),
+    };
+    ListParams {
+        label_selector: config.label_selector.clone(),
+        field_selector: config.field_selector.clone(),
+        limit: config.page_size,
+        resource_version,
+        version_match,
+        ..ListParams::default()
+    }
+}
+
+fn watch_params(config: &watcher::Config, initial_events: bool) -> WatchParams {
+    WatchParams {
+        label_selector: config.label_selector.clone(),
+        field_selector: config.field_selector.clone(),
+        timeout: config.timeout,
+        bookmarks: config.bookmarks,
+        send_initial_events: initial_events,
+    }
+}
+
+fn api_status(error: &kube::Error) -> Option<&Status> {
+    match error {
+        kube::Error::Api(status) => Some(status),
+        _ => None,
+    }
+}
+
+/// Whether `status` means the watch cannot resume and a fresh list is
+/// needed: `Some(true)` when the server's versions went backwards
+/// ("Too large resource version"), `Some(false)` for 410 Gone (the version
+/// is too old), `None` otherwise.
+fn restart_for(status: &Status) -> Option<bool> {
+    if is_too_large_resource_version(status) {
+        Some(true)
+    } else if status.code == 410 || status.reason == "Expired" || status.reason == "Gone" {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// kube-apiserver's answer to a list or watch from a resourceVersion it
+/// has not reached: 504 Timeout with the status cause
+/// `ResourceVersionTooLarge` (since 1.18.6), earlier only the message "Too
+/// large resource version" in a cause or the status. Matched as client-go's
+/// reflector matches it.
+pub(crate) fn is_too_large_resource_version(status: &Status) -> bool {
+    const MESSAGE: &str = "Too large resource version";
+    let causes = status.details.iter().flat_map(|d| d.causes.iter());
+    if causes
+        .clone()
+        .any(|c| c.reason == "ResourceVersionTooLarge")
+    {
+        return true;
+    }
+    let timeout = status.code == 504 || status.reason == "Timeout";
+    timeout && (causes.clone().any(|c| c.message == MESSAGE) || status.message.contains(MESSAGE))
+}
+
+#[cfg(test)]
+mod tests {
+    //! The loop against a scripted API server: list bodies and watch lines
+    //! as JSON text, so the informer's own decoding runs.
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::decode::UndecodableObject;
+    use crate::{DeletedObject, EventHandler, Informer};
+    use futures::future;
+    use k8s_openapi::api::apps::v1::ReplicaSet;
+    use parking_lot::Mutex;
+    use tokio_util::sync::CancellationToken;
+
+    /// One scripted watch request.
+    enum WatchScript {
+        /// The request fails.
+        Fail(kube::Error),
+        /// The server sends these lines (each after a delay), then keeps
+        /// the connection open without a word.
+        Lines(Vec<(Duration, String)>),
+    }
+
+    #[derive(Default)]
+    struct Script {
+        lists: Mutex<VecDeque<String>>,
+        watches: Mutex<VecDeque<WatchScript>>,
+        calls: Arc<Mutex<Vec<String>>>,
+    }
+
+    impl ListWatch<ReplicaSet> for Script {
+        fn list(
+            &self,
+            params: &ListParams,
+        ) -> BoxFuture<'static, Result<Page<ReplicaSet>, kube::Error>> {
+            self.calls.lock().push(format!(
+                "list{}",
+                params
+                    .continue_token
+                    .as_deref()
+                    .map(|c| format!(" continue={c}"))
+                    .unwrap_or_default()
+            ));
+            match self.lists.lock().pop_front() {
+                Some(body) => Box::pin(async move {
+                    decode_list::<ReplicaSet>(&body).map_err(kube::Error::SerdeError)
+                }),
+                None => Box::pin(future::pending()),
+            }
+        }
+
+        fn watch(
+            &self,
+            _params: &WatchParams,
+            resource_version: &str,
+        ) -> BoxFuture<'static, Result<WatchLines<ReplicaSet>, kube::Error>> {
+            self.calls.lock().push(format!("watch {resource_version}"));
+            match self.watches.lock().pop_front() {
+                Some(WatchScript::Fail(error)) => Box::pin(async move { Err(error) }),
+                Some(WatchScript::Lines(lines)) => Box::pin(async move {
+                    let events = futures::stream::iter(lines).then(|(delay, line)| async move {
+                        tokio::time::sleep(delay).await;
+                        decode_watch_line::<ReplicaSet>(&line)
+                    });
+                    let events = events.filter_map(|event| async move { event.transpose() });
+                    Ok(events.chain(futures::stream::pending()).boxed())
+                }),
+                None => Box::pin(future::pending()),
+            }
+        }
+    }
+
+    fn rs(name: &str, rv: &str, replicas: &str) -> String {
+        format!(
+            r#"{{"apiVersion":"apps/v1","kind":"ReplicaSet","metadata":{{"namespace":"ns","name":"{name}","uid":"u-{name}","resourceVersion":"{rv}"}},"spec":{{"replicas":{replicas},"selector":{{}}}}}}"#
+        )
+    }
+
+    fn list(rv: &str, items: &[String]) -> String {
+        format!(
+            r#"{{"kind":"ReplicaSetList","apiVersion":"apps/v1","metadata":{{"resourceVersion":"{rv}"}},"items":[{}]}}"#,
+            items.join(",")
+        )
+    }
+
+    fn event(kind: &str, object: &str) -> (Duration, String) {
+        (
+            Duration::ZERO,
+            format!(r#"{{"type":"{kind}","object":{object}}}"#),
+        )
+    }
+
+    fn error_event(status: &str) -> (Duration, String) {
+        (
+            Duration::ZERO,
+            format!(r#"{{"type":"ERROR","object":{status}}}"#),
+        )
+    }
+
+    /// kube-apiserver's answer to a watch from a version it has not
+    /// reached (`storage.NewTooLargeResourceVersionError`).
+    const TOO_LARGE: &str = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Too large resource version: 900, current: 6","reason":"Timeout","details":{"causes":[{"reason":"ResourceVersionTooLarge","message":"Too large resource version"}],"retryAfterSeconds":1},"code":504}"#;
+    const GONE: &str = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 1 (3)","reason":"Expired","code":410}"#;
+
+    /// Records what handlers are told, as short strings.
+    #[derive(Clone, Default)]
+    struct Log(Arc<Mutex<Vec<String>>>);
+
+    fn desc(rs: &ReplicaSet) -> String {
+        format!(
+            "{}@{}",
+            rs.metadata.name.as_deref().unwrap_or(""),
+            rs.metadata.resource_version.as_deref().unwrap_or("")
+        )
+    }
+
+    impl EventHandler<ReplicaSet> for Log {
+        fn on_add(&self, obj: &Arc<ReplicaSet>, initial: bool) {
+            self.0
+                .lock()
+                .push(format!("add {} initial={initial}", desc(obj)));
+        }
+        fn on_update(&self, old: &Arc<ReplicaSet>, new: &Arc<ReplicaSet>) {
+            self.0
+                .lock()
+                .push(format!("update {} -> {}", desc(old), desc(new)));
+        }
+        fn on_delete(&self, obj: &DeletedObject<ReplicaSet>) {
+            self.0.lock().push(format!(
+                "delete {} tombstone={}",
+                desc(obj.object()),
+                obj.is_tombstone()
+            ));
+        }
+        fn on_undecodable(&self, obj: &UndecodableObject) {
+            self.0.lock().push(format!(
+                "undecodable {}@{}",
+                obj.key().unwrap(),
+                obj.resource_version().unwrap_or("")
+            ));
+        }
+    }
+
+    impl Log {
+        fn take(&self) -> Vec<String> {
+            std::mem::take(&mut *self.0.lock())
+        }
+    }
+
+    fn running(
+        script: Script,
+        config: watcher::Config,
+    ) -> (Informer<ReplicaSet>, Log, CancellationToken) {
+        let log = Log::default();
+        let informer = Informer::with_source(Arc::new(script), "replicasets.apps".into())
+            .watcher_config(config)
+            .handler(log.clone())
+            .build();
+        let cancel = CancellationToken::new();
+        informer.start(cancel.clone()).unwrap();
+        (informer, log, cancel)
+    }
+
+    /// Lets the informer's task run until `done` holds (no clock moves).
+    async fn until(what: &str, done: impl Fn() -> bool) {
+        for _ in 0..10_000 {
+            if done() {
+                return;
+            }
+            tokio::task::yield_now().await;
+        }
+        panic!("never happened: {what}");
+    }
+
+    fn cached(informer: &Informer<ReplicaSet>) -> Vec<String> {
+        let mut all: Vec<_> = informer.store().list().iter().map(|o| desc(o)).collect();
+        all.sort();
+        all
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn undecodable_objects_are_skipped_reported_and_picked_up_when_decodable() {
+        let script = Script::default();
+        script.lists.lock().extend([
+            list(
+                "3",
+                &[
+                    rs("a", "1", "1"),
+                    rs("big", "2", "2147483648"),
+                    rs("c", "3", "1"),
+                ],
+            ),
+            // The relist after 410: "a" is undecodable again, "c" is gone.
+            list("9", &[rs("a", "5", "2147483648"), rs("big", "4", "2")]),
+        ]);
+        script.watches.lock().push_back(WatchScript::Lines(vec![
+            event("MODIFIED", &rs("big", "4", "2")),
+            event("MODIFIED", &rs("a", "5", "2147483648")),
+            event("DELETED", &rs("c", "6", "2147483648")),
+            error_event(GONE),
+        ]));
+        let calls = script.calls.clone();
+        let (informer, log, _cancel) = running(script, watcher::Config::default().timeout(0));
+
+        until("watch events applied", || {
+            informer.stats().decode_errors == 3
+        })
+        .await;
+        for _ in 0..3 {
+            tokio::time::advance(Duration::from_secs(5)).await; // the backoff after the 410
+            tokio::task::yield_now().await;
+        }
+        until("relist applied", || informer.stats().decode_errors == 4).await;
+        let mut seen = log.take();
+        seen[..3].sort(); // the order within one list is unspecified
+        assert_eq!(
+            seen,
+            [
+                // The list syncs without the object it cannot decode.
+                "add a@1 initial=true",
+                "add c@3 initial=true",
+                "undecodable ns/big@2",
+                // Decodable now: it enters the cache.
+                "add big@4 initial=false",
+                // An undecodable update keeps the last good version...
+                "undecodable ns/a@5",
+                // ...an undecodable delete still deletes.
+                "undecodable ns/c@6",
+                "delete c@3 tombstone=true",
+                // The relist does not mistake "a" for a deleted object.
+                "undecodable ns/a@5",
+            ]
+        );
+        assert!(informer.has_synced());
+        assert_eq!(cached(&informer), ["a@1", "big@4"]);
+        assert_eq!(*calls.lock(), ["list", "watch 3", "list", "watch 9"]);
+        assert_eq!(informer.stats().decode_errors, 4);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn too_large_resource_version_relists_from_scratch() {
+        let too_large: Status = serde_json::from_str(TOO_LARGE).unwrap();
+        let script = Script::default();
+        script.lists.lock().extend([
+            list("900", &[rs("x", "900", "1")]),
+            // The server came back on fresh storage: lower versions.
+            list("6", &[rs("x", "5", "1"), rs("y", "6", "1")]),
+            list(
+                "7",
+                &[rs("x", "5", "1"), rs("y", "6", "1"), rs("z", "7", "1")],
+            ),
+        ]);
+        script.watches.lock().extend([
+            // Refused when the watch is opened...
+            WatchScript::Fail(kube::Error::Api(too_large.boxed())),
+            // ...or sent as an ERROR event on an open watch.
+            WatchScript::Lines(vec![error_event(TOO_LARGE)]),
+        ]);
+        let calls = script.calls.clone();
+        let (informer, log, _cancel) = running(script, watcher::Config::default().timeout(0));
+
+        until("synced", || informer.has_synced()).await;
+        assert_eq!(
+            informer.last_sync_resource_version().as_deref(),
+            Some("900")
+        );
+        for _ in 0..4 {
+            tokio::time::advance(Duration::from_secs(5)).await; // backoffs
+            tokio::task::yield_now().await;
+        }
+        until("relisted twice", || calls.lock().len() == 6).await;
+        assert_eq!(
+            *calls.lock(),
+            ["list", "watch 900", "list", "watch 6", "list", "watch 7"]
+        );
+        let mut seen = log.take();
+        seen[1..3].sort(); // the order within one list is unspecified
+        assert_eq!(
+            seen,
+            [
+                "add x@900 initial=true",
+                "add y@6 initial=false",
+                "update x@900 -> x@5",
+                "add z@7 initial=false",
+            ]
+        );
+        assert_eq!(cached(&informer), ["x@5", "y@6", "z@7"]);
+        // The observed version starts over with the new server's history,
+        // so read-own-writes checks do not trust versions from the old one.
+        assert_eq!(informer.last_sync_resource_version().as_deref(), Some("7"));
+        assert_eq!(
+            informer.store().has_observed_resource_version("8"),
+            Ok(false)
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_streaming_list_decodes_per_object_too() {
+        let end = r#"{"kind":"ReplicaSet","apiVersion":"apps/v1","metadata":{"resourceVersion":"3","annotations":{"k8s.io/initial-events-end":"true"}}}"#;
+        let script = Script::default();
+        script.watches.lock().push_back(WatchScript::Lines(vec![
+            event("ADDED", &rs("a", "1", "1")),
+            event("ADDED", &rs("big", "2", "2147483648")),
+            event("BOOKMARK", end),
+            event("MODIFIED", &rs("a", "4", "2")),
+        ]));
+        let calls = script.calls.clone();
+        let (informer, log, _cancel) = running(
+            script,
+            watcher::Config::default().timeout(0).streaming_lists(),
+        );
+        until("update applied", || {
+            informer.last_sync_resource_version().as_deref() == Some("4")
+        })
+        .await;
+        assert_eq!(
+            log.take(),
+            [
+                // Reported on arrival; the list applies at its end.
+                "undecodable ns/big@2",
+                "add a@1 initial=true",
+                "update a@1 -> a@4",
+            ]
+        );
+        assert_eq!(*calls.lock(), ["watch 0"]);
+        assert!(informer.has_synced());
+    }
+
+    #[test]
+    fn too_large_resource_version_is_recognised_as_client_go_does() {
+        let status: Status = serde_json::from_str(TOO_LARGE).unwrap();
+        assert!(is_too_large_resource_version(&status));
+        assert_eq!(restart_for(&status), Some(true));
+        // Servers before 1.18.6: only the message says it.
+        let mut old = status.clone();
+        old.details = None;
+        assert!(is_too_large_resource_version(&old));
+        let gone: Status = serde_json::from_str(GONE).unwrap();
+        assert!(!is_too_large_resource_version(&gone));
+        assert_eq!(restart_for(&gone), Some(false));
+        let mut other = status;
+        other.details = None;
+        other.message = "request timed out".into();
+        assert_eq!(restart_for(&other), None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn health_fails_after_the_bound_without_a_response_and_recovers_on_a_bookmark() {
+        let bound = Duration::from_secs(60);
+        let bookmark =
+            r#"{"kind":"ReplicaSet","apiVersion":"apps/v1","metadata":{"resourceVersion":"3"}}"#;
+        let script = Script::default();
+        script
+            .lists
+            .lock()
+            .push_back(list("3", &[rs("a", "1", "1")]));
+        script.watches.lock().push_back(WatchScript::Lines(vec![(
+            Duration::from_secs(100),
+            format!(r#"{{"type":"BOOKMARK","object":{bookmark}}}"#),
+        )]));
+        let (informer, _log, cancel) = running(script, watcher::Config::default().timeout(0));
+        until("synced", || informer.has_synced()).await;
+        assert!(informer.health(bound).is_ok());
+
+        tokio::time::advance(Duration::from_secs(60)).await;
+        assert!(informer.health(bound).is_ok(), "exactly at the bound");
+        tokio::time::advance(Duration::from_secs(1)).await;
+        let unhealthy = informer.health(bound).unwrap_err();
+        assert_eq!(unhealthy.resource, "replicasets.apps");
+        assert_eq!(unhealthy.silent_for, Duration::from_secs(61));
+
+        // The bookmark 100 s into the watch is a response.
+        tokio::time::advance(Duration::from_secs(39)).await;
+        until("bookmark seen", || informer.health(bound).is_ok()).await;
+        assert_eq!(informer.stats().silent_for, Some(Duration::ZERO));
+
+        // A stopped informer is not unhealthy; it is stopped.
+        cancel.cancel();
+        until("stopped", || informer.stats().silent_for.is_none()).await;
+        tokio::time::advance(Duration::from_secs(3600)).await;
+        assert!(informer.health(bound).is_ok());
+    }
+}

@@ -1,0 +1,57 @@
+//! The controllers' settings.
+
+use std::time::Duration;
+
+use ctrlkit_expectations::DEFAULT_EXPECTATIONS_TTL;
+
+use super::ChurnGuardOptions;
+
+/// How many pods one sync may create or delete at most: upstream's
+/// `BurstReplicas`.
+pub const BURST_REPLICAS: usize = 500;
+
+/// How many keys are synced at once by default: the kube-controller-manager's
+/// `--concurrent-replicaset-syncs` / `--concurrent-rc-syncs`.
+pub const DEFAULT_WORKERS: usize = 5;
+
+/// Settings of a [`Controller`](crate::Controller). `Default` gives upstream's numbers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControllerOptions {
+    /// Keys synced concurrently (default 5; 0 is treated as 1).
+    pub workers: usize,
+    /// Pods created or deleted per sync at most (default 500; 0 is treated
+    /// as 1).
+    pub burst_replicas: usize,
+    /// Watch only this namespace; `None` watches all namespaces.
+    pub namespace: Option<String>,
+    /// The churn guard against pods that fail right after creation (on by
+    /// default; [`ChurnGuardOptions::disabled`] behaves as upstream).
+    pub churn_guard: ChurnGuardOptions,
+    /// Read-own-writes (upstream 1.36, on by default): skip an owner's sync
+    /// until the informers have observed the pods this controller created,
+    /// adopted or released for it and its last status write. `false`
+    /// behaves as a controller without it (upstream with the
+    /// `StaleControllerConsistency*` gate off).
+    pub read_own_writes: bool,
+    /// How long read-own-writes waits at most for one write before syncing
+    /// anyway (default [`ctrlkit_consistency::DEFAULT_MAX_WAIT`], 30 s).
+    pub read_own_writes_max_wait: Duration,
+    /// How long expectations wait for the informer before the controller
+    /// acts anyway and reports the missing creations as lost (default 5
+    /// minutes, upstream's `ExpectationsTimeout`).
+    pub expectations_ttl: Duration,
+}
+
+impl Default for ControllerOptions {
+    fn default() -> Self {
+        Self {
+            workers: DEFAULT_WORKERS,
+            burst_replicas: BURST_REPLICAS,
+            namespace: None,
+            churn_guard: ChurnGuardOptions::default(),
+            read_own_writes: true,
+            read_own_writes_max_wait: ctrlkit_consistency::DEFAULT_MAX_WAIT,
+            expectations_ttl: DEFAULT_EXPECTATIONS_TTL,
+        }
+    }
+}

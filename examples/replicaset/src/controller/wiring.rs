@@ -1,0 +1,265 @@
+//! The replica controllers on `ctrlkit-runtime`: the declaration (what
+//! they own and watch, indexes, hooks), where they write through, how they
+//! join a manager, and their API.
+
+use std::fmt;
+use std::sync::Arc;
+
+use ctrlkit_informer::{
+    BY_CONTROLLER_UID, BY_ORPHAN_LABEL, Informer, ObjectKey, SharedInformerFactory,
+    index_by_controller_uid, index_orphans_by_label,
+};
+use ctrlkit_podcontrol::{KubePodControl, PodControl};
+use ctrlkit_runtime::manager::{FnRunnable, LeaderFence, Manager};
+use ctrlkit_runtime::{Action, ControllerBuilder, Owns};
+use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1::{Pod, ReplicationController};
+use kube::runtime::events::Recorder;
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    ControllerMetrics, ControllerOptions, KubeOwnerClient, OwnerClient, Shared, availability,
+    churn, counters, pods, read_own_writes,
+};
+use crate::Error;
+use crate::owner::ReplicaOwner;
+
+/// The API side of a controller: how it writes pods, reads and writes its
+/// owners, and records events.
+struct Writers<O> {
+    pod_control: Arc<dyn PodControl>,
+    owner_client: Arc<dyn OwnerClient<O>>,
+    recorder: Option<Recorder>,
+}
+
+impl<O: ReplicaOwner> Writers<O> {
+    /// Writers through `client`; pod writes also pass `fence`.
+    fn kube(client: kube::Client, fence: LeaderFence) -> Self {
+        let pods = KubePodControl::new(client.clone(), O::CONTROLLER_NAME);
+        Self {
+            pod_control: Arc::new(pods.with_write_gate(Arc::new(fence))),
+            owner_client: Arc::new(KubeOwnerClient::new(client.clone())),
+            recorder: Some(Recorder::new(client, O::CONTROLLER_NAME.into())),
+        }
+    }
+}
+
+/// A controller that keeps each owner's (ReplicaSet's or
+/// ReplicationController's) pod count at `spec.replicas`, the way the
+/// kube-controller-manager does: a [`ctrlkit_runtime::Controller`] over
+/// the owners, owning pods, with this crate's sync as its reconcile.
+///
+/// See the [crate documentation](crate) for the behaviour. Add it to a
+/// [`Manager`] with [`Controller::add_to`] (the binaries), build it with
+/// [`Controller::new`] (against a cluster) or [`Controller::from_parts`]
+/// (tests, custom pod control), then [`run`](Controller::run) it.
+pub struct Controller<O: ReplicaOwner> {
+    runtime: ctrlkit_runtime::Controller<O>,
+    pub(super) shared: Arc<Shared<O>>,
+}
+
+/// The ReplicaSet controller (apps/v1 ReplicaSets; events from
+/// `replicaset-controller`, queue `replicaset`).
+pub type ReplicaSetController = Controller<ReplicaSet>;
+
+/// The ReplicationController controller, upstream's `ReplicationManager`
+/// (v1 ReplicationControllers; events from `replication-controller`, queue
+/// `replicationmanager`).
+pub type ReplicationManager = Controller<ReplicationController>;
+
+impl<O: ReplicaOwner> fmt::Debug for Controller<O> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Controller").field(&self.runtime).finish()
+    }
+}
+
+/// The reconcile the runtime calls for each key.
+async fn reconcile<O: ReplicaOwner>(
+    key: ObjectKey,
+    owner: Option<Arc<O>>,
+    shared: Arc<Shared<O>>,
+) -> Result<Action, Error> {
+    shared.sync(&key, owner).await
+}
+
+impl<O: ReplicaOwner> Controller<O> {
+    /// Adds the controller to `manager`, which runs it while it leads:
+    /// informers from its factory (in `--namespace`, if set), metrics in
+    /// its registry, and every write — pod creates, deletes and adoption
+    /// patches, status writes, events — through its fenced client, pod
+    /// writes also through the fence as their write gate, so a replica
+    /// that may have lost its lease writes nothing.
+    ///
+    /// # Errors
+    /// [`Error::Build`] if the controller is declared twice on `manager`.
+    pub fn add_to(manager: &mut Manager, mut options: ControllerOptions) -> Result<(), Error> {
+        options.namespace = manager.namespace().map(str::to_owned);
+        let writers = Writers::kube(manager.client().clone(), manager.fence());
+        let metrics = ControllerMetrics::register(manager.registry_mut());
+        let builder = ctrlkit_runtime::Controller::builder(manager.factory());
+        let controller = Self::build(builder, Owns::new(), writers, &options, Some(metrics))?;
+        manager.add(FnRunnable::new(O::QUEUE_NAME, move |stop| {
+            controller.run(stop)
+        }));
+        Ok(())
+    }
+
+    /// A controller against the cluster behind `client`, with informers
+    /// (pods and owners, all namespaces or `options.namespace`) from
+    /// `factory`, which shares them with other controllers; the caller
+    /// starts the factory (`factory.start()`) after building every
+    /// controller. With a `registry`, the controller's metrics are
+    /// registered in it (one registry per controller kind).
+    ///
+    /// # Errors
+    /// [`Error::Build`] for an empty `options.namespace`.
+    pub fn new(
+        client: kube::Client,
+        factory: &SharedInformerFactory,
+        options: ControllerOptions,
+        registry: Option<&mut prometheus_client::registry::Registry>,
+    ) -> Result<Self, Error> {
+        let metrics = registry.map(ControllerMetrics::register);
+        let builder = ctrlkit_runtime::Controller::builder(factory);
+        let writers = Writers::kube(client, LeaderFence::unfenced());
+        Self::build(builder, Owns::new(), writers, &options, metrics)
+    }
+
+    /// A controller over informers, pod control and owner client you
+    /// provide: manual informers fed by hand and a
+    /// [`FakePodControl`](ctrlkit_podcontrol::FakePodControl) in unit
+    /// tests. No events are recorded for invalid owners and no metrics are
+    /// kept.
+    ///
+    /// # Errors
+    /// [`Error::Build`] if an informer already has a different transform
+    /// or index of the names the controller uses.
+    pub fn from_parts(
+        pods: Informer<Pod>,
+        owners: Informer<O>,
+        pod_control: Arc<dyn PodControl>,
+        owner_client: Arc<dyn OwnerClient<O>>,
+        options: ControllerOptions,
+    ) -> Result<Self, Error> {
+        let writers = Writers {
+            pod_control,
+            owner_client,
+            recorder: None,
+        };
+        let builder = ctrlkit_runtime::Controller::builder_with(owners);
+        Self::build(builder, Owns::new().informer(pods), writers, &options, None)
+    }
+
+    /// The wiring: owners and their pods (orphans reach the owners whose
+    /// selector matches them, unchanged pods do not wake their owner, a pod
+    /// turning ready looks again after `minReadySeconds`), the indexes the
+    /// sync reads, read-own-writes, and the per-owner state dropped with
+    /// the owner.
+    fn build(
+        builder: ControllerBuilder<'_, O>,
+        owns: Owns<O, Pod>,
+        writers: Writers<O>,
+        options: &ControllerOptions,
+        metrics: Option<ControllerMetrics>,
+    ) -> Result<Self, Error> {
+        let churn = Arc::new(churn::ChurnTracker::new(options.churn_guard.clone()));
+        let counters = Arc::new(counters::SyncCounters::default());
+        let owns = owns
+            .orphans(pods::orphan_owner_keys)
+            .update_filter(pods::pod_update_matters)
+            .requeue_after(|old, new, owner: &O| availability::min_ready_requeue(old, new, owner))
+            .index(BY_ORPHAN_LABEL, index_orphans_by_label);
+        let forget = Arc::clone(&churn);
+        let skipped = (Arc::clone(&counters), metrics.clone());
+        let mut builder = builder
+            .name(O::QUEUE_NAME)
+            .workers(options.workers.max(1))
+            .expectations_ttl(options.expectations_ttl)
+            .index(BY_CONTROLLER_UID, index_by_controller_uid)
+            .owns_with(owns)
+            .on_owner_deleted(move |key| forget.forget(&key.to_string()))
+            .on_stale_skip(move |_, why| {
+                read_own_writes::count_skip::<O>(&skipped.0, skipped.1.as_ref(), why)
+            });
+        if options.read_own_writes {
+            builder = builder.read_own_writes(options.read_own_writes_max_wait);
+        }
+        if let Some(namespace) = &options.namespace {
+            builder = builder.namespace(namespace.clone());
+        }
+        if let Some(metrics) = &metrics {
+            builder = builder.metrics(metrics.runtime());
+        }
+        let runtime = builder.build()?;
+        let pods = runtime
+            .store_of::<Pod>()
+            .ok_or(Error::MissingCache("pods"))?;
+        let shared = Arc::new(Shared {
+            pods,
+            owners: runtime.store(),
+            expectations: Arc::clone(runtime.expectations()),
+            pod_control: writers.pod_control,
+            owner_client: writers.owner_client,
+            burst_replicas: options.burst_replicas.max(1),
+            recorder: writers.recorder,
+            metrics,
+            churn,
+            consistency: runtime.consistency().clone(),
+            counters,
+        });
+        Ok(Self { runtime, shared })
+    }
+
+    /// Waits for the informer caches, then runs the workers until
+    /// `shutdown` is cancelled; syncs in flight then finish before it
+    /// returns. The caller starts the informers (`factory.start()`).
+    ///
+    /// # Errors
+    /// [`Error::Run`] if an informer stops before it synced.
+    pub async fn run(self, shutdown: CancellationToken) -> Result<(), Error> {
+        self.runtime
+            .run(reconcile::<O>, self.shared, shutdown.cancelled_owned())
+            .await?;
+        Ok(())
+    }
+
+    /// Syncs one key now, as a worker would (without the queue
+    /// bookkeeping): reads the caches, claims pods, creates or deletes
+    /// pods, writes the status.
+    ///
+    /// # Errors
+    /// Whatever failed; see [`Error`].
+    pub async fn sync(&self, key: &ObjectKey) -> Result<Action, Error> {
+        self.runtime
+            .reconcile_once(key.clone(), reconcile::<O>, Arc::clone(&self.shared))
+            .await
+    }
+
+    /// The runtime controller underneath: its caches (`store`,
+    /// `store_of::<Pod>`), queue, expectations (keyed `namespace/name`),
+    /// read-own-writes store, `has_synced`, and event handlers
+    /// ([`owned_handler`](ctrlkit_runtime::Controller::owned_handler)
+    /// drives it as the pod informer would, in tests).
+    pub fn runtime(&self) -> &ctrlkit_runtime::Controller<O> {
+        &self.runtime
+    }
+
+    /// Syncs skipped so far because an informer had not yet observed this
+    /// controller's own writes (also `replicaset_controller_stale_sync_skips_total`).
+    pub fn stale_sync_skips(&self) -> u64 {
+        self.shared.counters.stale_sync_skips()
+    }
+
+    /// Pods this controller created that the informer never showed before
+    /// their expectations expired, as reported so far (also
+    /// `replicaset_controller_lost_creations_total`).
+    pub fn lost_creations(&self) -> u64 {
+        self.shared.counters.lost_creations_reported()
+    }
+
+    /// Pods of the owners sharing `owner`'s controller, used to rank pods
+    /// for deletion by co-location (upstream's `getIndirectlyRelatedPods`).
+    pub fn related_pods(&self, owner: &O) -> Vec<Arc<Pod>> {
+        self.shared.related_pods(owner)
+    }
+}
