@@ -688,3 +688,160 @@ async fn exact_lists_are_served_at_their_version_or_expire() {
     );
     cluster.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_watch_history_is_bounded_in_bytes() {
+    let budget = 256 * 1024;
+    let cluster = ctrlkit_testcluster::TestCluster::start(
+        ctrlkit_testcluster::TestClusterConfig::default().with_watch_history_bytes(budget),
+    )
+    .await
+    .unwrap();
+    let client = cluster.client();
+    let first = cluster.watch_history().resource_version;
+    // 40 objects of 64 KiB: 2.5 MiB of changes, ten times the budget.
+    for i in 0..40 {
+        let (code, _) = raw(
+            &client,
+            "POST",
+            CONFIGMAPS,
+            "application/json",
+            configmap(&format!("c{i}"), 64 * 1024),
+        )
+        .await;
+        assert_eq!(code, 201);
+    }
+    let history = cluster.watch_history();
+    assert!(history.bytes <= budget, "{history:?}");
+    assert!(history.events < 40, "{history:?}");
+    assert!(history.oldest_resource_version > first, "{history:?}");
+    // A watch from before the kept history is told to relist.
+    let (code, event) = tokio::time::timeout(
+        GUARD,
+        first_watch_event(
+            &client,
+            &format!("{CONFIGMAPS}?watch=true&resourceVersion={first}&timeoutSeconds=5"),
+        ),
+    )
+    .await
+    .unwrap();
+    assert_eq!(code, 200);
+    let event = event.unwrap();
+    assert_eq!(event["type"], "ERROR", "{event}");
+    assert_eq!(event["object"]["code"], 410, "{event}");
+    // Deletions carry the deleted object: still within the budget.
+    let (code, _) = raw(&client, "DELETE", CONFIGMAPS, "", "").await;
+    assert_eq!(code, 200);
+    let history = cluster.watch_history();
+    assert!(history.bytes <= budget, "{history:?}");
+    cluster.shutdown().await;
+}
+
+const CRONTABS: &str = "/apis/stable.example.com/v1/namespaces/default/crontabs";
+
+fn crontab(name: &str, image_bytes: usize) -> Vec<u8> {
+    let mut object = common::crds::crontab_object(name, "* * * * */5");
+    object["spec"]["image"] = json!("x".repeat(image_bytes));
+    serde_json::to_vec(&object).unwrap()
+}
+
+/// Custom resources are served by the same machinery as built-in kinds,
+/// and are held to the same limits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn custom_resources_are_held_to_the_same_limits() {
+    let cluster = start().await;
+    cluster.install_crd_value(common::crds::crontab()).unwrap();
+    let client = client_without_retries(&cluster);
+    let post = |content_type: &'static str, body: Vec<u8>| {
+        let client = client.clone();
+        async move { raw(&client, "POST", CRONTABS, content_type, body).await }
+    };
+    // Body over 3 MiB.
+    let (code, status) = post("application/json", crontab("huge", 3 * 1024 * 1024 + 1)).await;
+    assert_eq!(
+        (code, status["reason"].as_str()),
+        (413, Some("RequestEntityTooLarge"))
+    );
+    // Object over etcd's limit.
+    let (code, status) = post("application/json", crontab("big", 2 * 1024 * 1024)).await;
+    assert_eq!(code, 500, "{status}");
+    assert!(
+        status["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("etcdserver: request is too large"),
+        "{status}"
+    );
+    // Nesting, and YAML only for YAML.
+    let (code, status) = post("application/json", nested("[")).await;
+    assert_eq!(code, 400);
+    assert!(
+        status["message"]
+            .as_str()
+            .unwrap()
+            .contains("nested more than 128 levels deep"),
+        "{status}"
+    );
+    let yaml = "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata:\n  name: from-yaml\nspec:\n  cronSpec: '* * * * */5'\n";
+    let (code, _) = post("application/json", yaml.as_bytes().to_vec()).await;
+    assert_eq!(code, 400);
+    let (code, created) = post("application/yaml", yaml.as_bytes().to_vec()).await;
+    assert_eq!(code, 201, "{created}");
+    // A 260-character name says which limit it broke.
+    let long = "a".repeat(260);
+    let (code, status) = post("application/json", crontab(&long, 1)).await;
+    assert_eq!(code, 422, "{status}");
+    assert!(
+        status["message"].as_str().unwrap().contains(&format!(
+            "metadata.name: Invalid value: \"{long}\": must be no more than 253 characters"
+        )),
+        "{status}"
+    );
+    // Strict selectors, and versions from the future, on lists and watches.
+    let (code, status) = raw(
+        &client,
+        "GET",
+        &format!("{CRONTABS}?labelSelector=a!!%3Db"),
+        "",
+        "",
+    )
+    .await;
+    assert_eq!(code, 400, "{status}");
+    let future = created["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse::<u64>()
+        .unwrap()
+        + 1000;
+    let (code, status) = raw(
+        &client,
+        "GET",
+        &format!("{CRONTABS}?resourceVersion={future}"),
+        "",
+        "",
+    )
+    .await;
+    assert_eq!(code, 504);
+    assert_too_large(&status, future);
+    let (_, event) = tokio::time::timeout(
+        GUARD,
+        first_watch_event(
+            &client,
+            &format!("{CRONTABS}?watch=true&resourceVersion={future}&timeoutSeconds=5"),
+        ),
+    )
+    .await
+    .unwrap();
+    assert_too_large(&event.unwrap()["object"], future);
+    // Query parameters beyond range are a 400, not a panic.
+    let (code, _) = raw(
+        &client,
+        "GET",
+        &format!("{CRONTABS}?watch=true&timeoutSeconds=18446744073709551615"),
+        "",
+        "",
+    )
+    .await;
+    assert_eq!(code, 400);
+    cluster.shutdown().await;
+}
