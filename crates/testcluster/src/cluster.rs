@@ -19,6 +19,8 @@ use crate::rbac::{SYSTEM_MASTERS, TokenRegistry};
 use crate::semantics::Part;
 use crate::server::{self, INTERNAL_HEADER, Server};
 use crate::stats::{Counters, RequestStats};
+use crate::store::{Limits, MAX_OBJECT_BYTES, WatchHistory};
+use crate::tls::ClusterCerts;
 
 /// The user of the cluster's own client and kubeconfig (in
 /// `system:masters`), named as kind and kubeadm name their admin.
@@ -36,14 +38,58 @@ pub struct TestCluster {
     /// The bearer token of [`ADMIN_USER`].
     admin_token: String,
     rbac: bool,
-    /// The certificate authority (DER, PEM) of a cluster serving HTTPS.
-    ca: Option<(Vec<u8>, String)>,
+    /// The bearer token of the kubelet simulation.
+    kubelet_token: String,
+    /// The certificate authority and serving certificate of a cluster
+    /// serving HTTPS.
+    certs: Option<Arc<ClusterCerts>>,
     faults: Arc<FaultInjector>,
     kubelet: Option<Kubelet>,
     api: Arc<Api>,
     stats: Arc<Counters>,
+    /// What the cluster was started with, for [`TestCluster::restart`].
+    config: TestClusterConfig,
+    port: u16,
+    /// The HTTP server; it stops gracefully when the API closes.
+    server: Option<tokio::task::JoinHandle<()>>,
+    /// The other background tasks (garbage collector).
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
+
+/// Who a cluster is to its clients: its certificates (when it serves
+/// HTTPS) and the tokens it accepts. Kept across [`TestCluster::restart`].
+struct Identity {
+    certs: Option<Arc<ClusterCerts>>,
+    tokens: Arc<TokenRegistry>,
+    admin_token: String,
+    kubelet_token: String,
+}
+
+impl Identity {
+    /// New tokens for the admin and the kubelet simulation, and, for a
+    /// cluster that authenticates requests, new certificates: it serves
+    /// HTTPS, as kubectl sends tokens only over TLS.
+    fn new(rbac: bool) -> Result<Identity, Error> {
+        let certs = if rbac {
+            Some(Arc::new(ClusterCerts::generate()?))
+        } else {
+            None
+        };
+        let tokens = Arc::new(TokenRegistry::new());
+        let admin_token = tokens.issue(ADMIN_USER, &[SYSTEM_MASTERS]);
+        let kubelet_token = tokens.issue(KUBELET_USER, &[SYSTEM_MASTERS]);
+        Ok(Identity {
+            certs,
+            tokens,
+            admin_token,
+            kubelet_token,
+        })
+    }
+}
+
+/// How long [`TestCluster::shutdown`] waits for open connections to finish
+/// their requests before it drops them.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl std::fmt::Debug for TestCluster {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -85,31 +131,41 @@ impl TestCluster {
     /// `kube-node-lease` exist from the start. Must run inside a tokio
     /// runtime (a multi-threaded one if the test blocks on other work).
     pub async fn start(config: TestClusterConfig) -> Result<TestCluster, Error> {
+        Self::start_as(config, None).await
+    }
+
+    /// [`start`](Self::start), keeping the identity (certificates and
+    /// tokens) of a cluster that ran before, if any.
+    async fn start_as(
+        config: TestClusterConfig,
+        identity: Option<Identity>,
+    ) -> Result<TestCluster, Error> {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", config.port.unwrap_or(0)))
             .await
             .map_err(Error::Bind)?;
         let addr = listener.local_addr().map_err(Error::Bind)?;
-        // A cluster that authenticates requests serves HTTPS: kubectl
-        // sends tokens only over TLS.
-        let certs = if config.rbac {
-            Some(crate::tls::ClusterCerts::generate()?)
-        } else {
-            None
+        let identity = match identity {
+            Some(identity) => identity,
+            None => Identity::new(config.rbac)?,
         };
+        let Identity {
+            certs,
+            tokens,
+            admin_token,
+            kubelet_token,
+        } = identity;
         let scheme = if certs.is_some() { "https" } else { "http" };
         let base_url = format!("{scheme}://{addr}");
+        let limits = Limits {
+            history_events: config.watch_history,
+            history_bytes: config.watch_history_bytes,
+            max_object_bytes: MAX_OBJECT_BYTES,
+        };
         let api = Arc::new(
-            Api::new(
-                config.watch_history,
-                config.clock.clone(),
-                config.managed_fields,
-            )
-            .map_err(|e| Error::Bootstrap(e.to_string()))?,
+            Api::new(limits, config.clock.clone(), config.managed_fields)
+                .map_err(|e| Error::Bootstrap(e.to_string()))?,
         );
         api.bootstrap().map_err(|e| Error::Bootstrap(e.message))?;
-        let tokens = Arc::new(TokenRegistry::new());
-        let admin_token = tokens.issue(ADMIN_USER, &[SYSTEM_MASTERS]);
-        let kubelet_token = tokens.issue(KUBELET_USER, &[SYSTEM_MASTERS]);
         let authz = Authorization::new(tokens.clone());
         if config.rbac {
             api.bootstrap_rbac()
@@ -132,35 +188,46 @@ impl TestCluster {
         let app = axum::Router::new()
             .fallback(server::handle)
             .with_state(state);
+        // When the API closes, the server stops accepting, ends every
+        // idle keep-alive connection and each busy one after its request
+        // (open watches end with the API), so that no client keeps talking
+        // to a stopped cluster, and the port is free again.
+        let mut closed = api.closed();
+        let stop = async move {
+            let _ = closed.wait_for(|c| *c).await;
+        };
         let mut tasks = Vec::new();
-        match &certs {
+        let server = match &certs {
             Some(certs) => {
                 let (listener, accepting) =
                     crate::tls::TlsListener::spawn(listener, certs.server.clone())
                         .map_err(Error::Bind)?;
                 tasks.push(accepting);
-                tasks.push(tokio::spawn(async move {
-                    let _ = axum::serve(listener, app).await;
-                }));
+                tokio::spawn(async move {
+                    let _ = axum::serve(listener, app)
+                        .with_graceful_shutdown(stop)
+                        .await;
+                })
             }
             None => {
                 let listener = listener.tap_io(|tcp| {
                     // Small request/response pairs must not wait for Nagle.
                     let _ = tcp.set_nodelay(true);
                 });
-                tasks.push(tokio::spawn(async move {
-                    let _ = axum::serve(listener, app).await;
-                }));
+                tokio::spawn(async move {
+                    let _ = axum::serve(listener, app)
+                        .with_graceful_shutdown(stop)
+                        .await;
+                })
             }
-        }
+        };
         tasks.push(tokio::spawn(crate::gc::run(api.clone())));
-        let ca = certs.map(|c| (c.ca_der, c.ca_pem));
-        let ca_der = ca.as_ref().map(|(der, _)| der.as_slice());
+        let ca_der = certs.as_ref().map(|c| c.ca_der.as_slice());
         let client = client_for(&base_url, ca_der, false, &admin_token)?;
-        let kubelet = match config.kubelet {
+        let kubelet = match &config.kubelet {
             Some(k) => Some(Kubelet::spawn_with_clock(
                 client_for(&base_url, ca_der, true, &kubelet_token)?,
-                k,
+                k.clone(),
                 config.clock.clone(),
             )),
             None => None,
@@ -170,14 +237,45 @@ impl TestCluster {
             client,
             tokens,
             admin_token,
+            kubelet_token,
             rbac: config.rbac,
-            ca,
+            certs,
             faults,
             kubelet,
             api,
             stats,
+            port: addr.port(),
+            config,
+            server: Some(server),
             tasks,
         })
+    }
+
+    /// Stop this cluster and start a new one with the same configuration
+    /// on the same port: as when kube-apiserver restarts on an emptied
+    /// etcd, every object is gone and resourceVersions start again from
+    /// the beginning (lower than the ones clients saw). Clients made with
+    /// [`client`](Self::client) before keep working: their connections
+    /// were closed, and they reconnect to the new server. A watch resumed
+    /// from a version the new cluster has not reached gets kube-apiserver's
+    /// `504` "Too large resource version" `ERROR` event.
+    ///
+    /// The certificates and the tokens issued stay as they were (as
+    /// kube-apiserver's serving certificate and token files do), so that
+    /// clients and kubeconfigs of an RBAC-enforcing cluster stay valid.
+    ///
+    /// Fails with [`Error::Bind`] if another process took the port in
+    /// between.
+    pub async fn restart(self) -> Result<TestCluster, Error> {
+        let config = self.config.clone().with_port(self.port);
+        let identity = Identity {
+            certs: self.certs.clone(),
+            tokens: self.tokens.clone(),
+            admin_token: self.admin_token.clone(),
+            kubelet_token: self.kubelet_token.clone(),
+        };
+        self.shutdown().await;
+        TestCluster::start_as(config, Some(identity)).await
     }
 
     /// A kube client for this cluster, as the admin ([`ADMIN_USER`], in
@@ -221,13 +319,13 @@ impl TestCluster {
     }
 
     fn ca_der(&self) -> Option<&[u8]> {
-        self.ca.as_ref().map(|(der, _)| der.as_slice())
+        self.certs.as_ref().map(|c| c.ca_der.as_slice())
     }
 
     /// The certificate authority (PEM) whose serving certificate the
     /// cluster presents, when it serves HTTPS (with RBAC on).
     pub fn certificate_authority(&self) -> Option<&str> {
-        self.ca.as_ref().map(|(_, pem)| pem.as_str())
+        self.certs.as_ref().map(|c| c.ca_pem.as_str())
     }
 
     /// A kube client authenticating as the ServiceAccount
@@ -302,6 +400,18 @@ impl TestCluster {
     /// The server's base URL, e.g. `http://127.0.0.1:41234`.
     pub fn base_url(&self) -> &str {
         &self.base_url
+    }
+
+    /// The TCP port the server listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The watch history's size: events kept, the bytes they hold on to
+    /// (bounded by [`TestClusterConfig::watch_history_bytes`]), the oldest
+    /// version a watch can resume from and the current resourceVersion.
+    pub fn watch_history(&self) -> WatchHistory {
+        self.api.store.history()
     }
 
     /// A kubeconfig (cluster and context named `testcluster`, namespace
@@ -548,14 +658,26 @@ impl TestCluster {
         Ok(def.to_view(stored.value()))
     }
 
-    /// Stop the server and every background task.
+    /// Stop the server and every background task; returns once the
+    /// server has closed its connections and its port (open requests get
+    /// a few seconds to finish).
     pub async fn shutdown(mut self) {
         self.stop();
         for task in self.tasks.drain(..) {
             let _ = task.await;
         }
+        if let Some(mut server) = self.server.take()
+            && tokio::time::timeout(SHUTDOWN_GRACE, &mut server)
+                .await
+                .is_err()
+        {
+            server.abort();
+            let _ = server.await;
+        }
     }
 
+    /// Close the API (which ends open watches and starts the server's
+    /// graceful stop) and stop the other tasks.
     fn stop(&mut self) {
         self.kubelet = None;
         self.api.close();
@@ -572,6 +694,7 @@ fn write_yaml(path: &std::path::Path, kubeconfig: &Kubeconfig) -> std::io::Resul
 
 impl Drop for TestCluster {
     fn drop(&mut self) {
+        // The server task finishes on its own once its connections close.
         self.stop();
     }
 }

@@ -10,10 +10,10 @@ use crate::kubelet::KubeletConfig;
 
 /// How to start a [`TestCluster`](crate::TestCluster).
 ///
-/// `Default` gives: any free port on 127.0.0.1, 10,000 events of watch
-/// history, seed 0, no kubelet simulation, no faults, a bookmark every
-/// second on watches that allow bookmarks, the system clock, managedFields
-/// kept, RBAC not enforced.
+/// `Default` gives: any free port on 127.0.0.1, a watch history of at most
+/// 10,000 events and 128 MiB, seed 0, no kubelet simulation, no faults, a
+/// bookmark every second on watches that allow bookmarks, the system
+/// clock, managedFields kept, RBAC not enforced.
 #[derive(Clone, Debug)]
 pub struct TestClusterConfig {
     /// TCP port on 127.0.0.1; `None` picks any free port.
@@ -22,6 +22,11 @@ pub struct TestClusterConfig {
     /// from an older resourceVersion gets `410 Gone` (as an `ERROR` watch
     /// event, like kube-apiserver), which makes reflectors relist.
     pub watch_history: usize,
+    /// Most bytes of objects the watch history holds on to (each event's
+    /// object and the version it replaced); older events are dropped
+    /// first, as when `watch_history` events are exceeded. Bounds the
+    /// memory that large objects, even deleted ones, keep alive.
+    pub watch_history_bytes: usize,
     /// Seed for the fault injector's random decisions.
     pub seed: u64,
     /// The kubelet simulation to run; `None` runs none (pods stay Pending
@@ -55,6 +60,7 @@ impl Default for TestClusterConfig {
         TestClusterConfig {
             port: None,
             watch_history: 10_000,
+            watch_history_bytes: 128 * 1024 * 1024,
             seed: 0,
             kubelet: None,
             faults: FaultConfig::default(),
@@ -76,6 +82,12 @@ impl TestClusterConfig {
     /// Keep `events` change events for watch resumption (at least 1).
     pub fn with_watch_history(mut self, events: usize) -> Self {
         self.watch_history = events;
+        self
+    }
+
+    /// Keep at most `bytes` of objects in the watch history.
+    pub fn with_watch_history_bytes(mut self, bytes: usize) -> Self {
+        self.watch_history_bytes = bytes;
         self
     }
 

@@ -156,6 +156,11 @@ impl Encoded {
         Gapped::new(object, &["resourceVersion"]).fill(&[], 0)
     }
 
+    /// The serialized size in bytes, without the resourceVersion's digits.
+    pub(crate) fn size(&self) -> usize {
+        self.bytes.len()
+    }
+
     /// The watch frame `{"type":..,"object":..}\n` for this object at
     /// resourceVersion `rv`, and the slice of it holding the object.
     pub(crate) fn frame(&self, kind: EventType, rv: u64) -> (Bytes, Bytes) {

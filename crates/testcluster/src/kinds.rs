@@ -131,16 +131,186 @@ fn validate_containers(def: &ResourceDef, obj: &Value, spec: &[&str]) -> Result<
     Ok(())
 }
 
-fn check_replicas(def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
-    match obj.at(&["spec", "replicas"]) {
-        None => Ok(()),
-        Some(v) if v.as_i64().is_some_and(|r| r >= 0) => Ok(()),
-        Some(v) => Err(invalid(
-            def,
-            obj,
-            "spec.replicas",
-            &format!("Invalid value: {v}: must be greater than or equal to 0"),
-        )),
+/// Each of these `spec` fields, when set, is not negative
+/// (`ValidateNonnegativeField`).
+fn check_nonnegative(def: &ResourceDef, obj: &Value, fields: &[&str]) -> Result<(), ApiError> {
+    for field in fields {
+        match obj.at(&["spec", field]) {
+            None | Some(Value::Null) => {}
+            Some(v) if v.as_i64().is_some_and(|n| n >= 0) => {}
+            Some(v) => {
+                return Err(invalid(
+                    def,
+                    obj,
+                    &format!("spec.{field}"),
+                    &format!("Invalid value: {v}: must be greater than or equal to 0"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The `int32` fields of a pod spec (`PodSpec`, containers, probes),
+/// relative to the spec, with the Go struct that holds each.
+const POD_SPEC_INT32: &[(&str, &str)] = &[
+    ("priority", "PodSpec"),
+    ("containers[].ports[].containerPort", "ContainerPort"),
+    ("containers[].ports[].hostPort", "ContainerPort"),
+    ("initContainers[].ports[].containerPort", "ContainerPort"),
+    ("initContainers[].ports[].hostPort", "ContainerPort"),
+    ("containers[].livenessProbe.initialDelaySeconds", "Probe"),
+    ("containers[].livenessProbe.timeoutSeconds", "Probe"),
+    ("containers[].livenessProbe.periodSeconds", "Probe"),
+    ("containers[].livenessProbe.successThreshold", "Probe"),
+    ("containers[].livenessProbe.failureThreshold", "Probe"),
+    ("containers[].readinessProbe.initialDelaySeconds", "Probe"),
+    ("containers[].readinessProbe.timeoutSeconds", "Probe"),
+    ("containers[].readinessProbe.periodSeconds", "Probe"),
+    ("containers[].readinessProbe.successThreshold", "Probe"),
+    ("containers[].readinessProbe.failureThreshold", "Probe"),
+    ("containers[].startupProbe.initialDelaySeconds", "Probe"),
+    ("containers[].startupProbe.timeoutSeconds", "Probe"),
+    ("containers[].startupProbe.periodSeconds", "Probe"),
+    ("containers[].startupProbe.successThreshold", "Probe"),
+    ("containers[].startupProbe.failureThreshold", "Probe"),
+];
+
+const POD_INT32: &[(&str, &str)] =
+    &[("status.containerStatuses[].restartCount", "ContainerStatus")];
+
+const REPLICA_SET_INT32: &[(&str, &str)] = &[
+    ("spec.replicas", "ReplicaSetSpec"),
+    ("spec.minReadySeconds", "ReplicaSetSpec"),
+    ("status.replicas", "ReplicaSetStatus"),
+    ("status.fullyLabeledReplicas", "ReplicaSetStatus"),
+    ("status.readyReplicas", "ReplicaSetStatus"),
+    ("status.availableReplicas", "ReplicaSetStatus"),
+    ("status.terminatingReplicas", "ReplicaSetStatus"),
+];
+
+const REPLICATION_CONTROLLER_INT32: &[(&str, &str)] = &[
+    ("spec.replicas", "ReplicationControllerSpec"),
+    ("spec.minReadySeconds", "ReplicationControllerSpec"),
+    ("status.replicas", "ReplicationControllerStatus"),
+    ("status.fullyLabeledReplicas", "ReplicationControllerStatus"),
+    ("status.readyReplicas", "ReplicationControllerStatus"),
+    ("status.availableReplicas", "ReplicationControllerStatus"),
+];
+
+const DEPLOYMENT_INT32: &[(&str, &str)] = &[
+    ("spec.replicas", "DeploymentSpec"),
+    ("spec.minReadySeconds", "DeploymentSpec"),
+    ("spec.revisionHistoryLimit", "DeploymentSpec"),
+    ("spec.progressDeadlineSeconds", "DeploymentSpec"),
+    ("status.replicas", "DeploymentStatus"),
+    ("status.updatedReplicas", "DeploymentStatus"),
+    ("status.readyReplicas", "DeploymentStatus"),
+    ("status.availableReplicas", "DeploymentStatus"),
+    ("status.unavailableReplicas", "DeploymentStatus"),
+    ("status.terminatingReplicas", "DeploymentStatus"),
+    ("status.collisionCount", "DeploymentStatus"),
+];
+
+const STATEFUL_SET_INT32: &[(&str, &str)] = &[
+    ("spec.replicas", "StatefulSetSpec"),
+    ("spec.minReadySeconds", "StatefulSetSpec"),
+    ("spec.revisionHistoryLimit", "StatefulSetSpec"),
+    (
+        "spec.updateStrategy.rollingUpdate.partition",
+        "RollingUpdateStatefulSetStrategy",
+    ),
+    ("spec.ordinals.start", "StatefulSetOrdinals"),
+    ("status.replicas", "StatefulSetStatus"),
+    ("status.readyReplicas", "StatefulSetStatus"),
+    ("status.currentReplicas", "StatefulSetStatus"),
+    ("status.updatedReplicas", "StatefulSetStatus"),
+    ("status.availableReplicas", "StatefulSetStatus"),
+    ("status.collisionCount", "StatefulSetStatus"),
+];
+
+const DAEMON_SET_INT32: &[(&str, &str)] = &[
+    ("spec.minReadySeconds", "DaemonSetSpec"),
+    ("spec.revisionHistoryLimit", "DaemonSetSpec"),
+    ("status.currentNumberScheduled", "DaemonSetStatus"),
+    ("status.numberMisscheduled", "DaemonSetStatus"),
+    ("status.desiredNumberScheduled", "DaemonSetStatus"),
+    ("status.numberReady", "DaemonSetStatus"),
+    ("status.updatedNumberScheduled", "DaemonSetStatus"),
+    ("status.numberAvailable", "DaemonSetStatus"),
+    ("status.numberUnavailable", "DaemonSetStatus"),
+    ("status.collisionCount", "DaemonSetStatus"),
+];
+
+const JOB_INT32: &[(&str, &str)] = &[
+    ("spec.parallelism", "JobSpec"),
+    ("spec.completions", "JobSpec"),
+    ("spec.backoffLimit", "JobSpec"),
+    ("spec.backoffLimitPerIndex", "JobSpec"),
+    ("spec.maxFailedIndexes", "JobSpec"),
+    ("spec.ttlSecondsAfterFinished", "JobSpec"),
+    ("status.active", "JobStatus"),
+    ("status.succeeded", "JobStatus"),
+    ("status.failed", "JobStatus"),
+    ("status.ready", "JobStatus"),
+    ("status.terminating", "JobStatus"),
+];
+
+const CRON_JOB_INT32: &[(&str, &str)] = &[
+    ("spec.successfulJobsHistoryLimit", "CronJobSpec"),
+    ("spec.failedJobsHistoryLimit", "CronJobSpec"),
+    ("spec.jobTemplate.spec.parallelism", "JobSpec"),
+    ("spec.jobTemplate.spec.completions", "JobSpec"),
+    ("spec.jobTemplate.spec.backoffLimit", "JobSpec"),
+];
+
+const SERVICE_INT32: &[(&str, &str)] = &[
+    ("spec.ports[].port", "ServicePort"),
+    ("spec.ports[].nodePort", "ServicePort"),
+    ("spec.healthCheckNodePort", "ServiceSpec"),
+];
+
+const LEASE_INT32: &[(&str, &str)] = &[
+    ("spec.leaseDurationSeconds", "LeaseSpec"),
+    ("spec.leaseTransitions", "LeaseSpec"),
+];
+
+const EVENT_INT32: &[(&str, &str)] = &[("count", "Event"), ("series.count", "EventSeries")];
+
+const ENDPOINTS_INT32: &[(&str, &str)] = &[("subsets[].ports[].port", "EndpointPort")];
+
+const ENDPOINT_SLICE_INT32: &[(&str, &str)] = &[("ports[].port", "EndpointPort")];
+
+/// The `int32` fields of a built-in kind, as (path prefix, fields relative
+/// to it with the Go struct holding each): a value a typed client decodes
+/// into an `i32`, which the cluster must not store out of range (one such
+/// object would make every list of its kind undecodable). Paths are
+/// dotted keys; `[]` after a key means each element of that array.
+pub(crate) fn int32_fields(
+    def: &ResourceDef,
+) -> &'static [(&'static str, &'static [(&'static str, &'static str)])] {
+    const TEMPLATE: &str = "spec.template.spec";
+    match (def.group, def.plural) {
+        ("", "pods") => &[("", POD_INT32), ("spec", POD_SPEC_INT32)],
+        ("", "replicationcontrollers") => &[
+            ("", REPLICATION_CONTROLLER_INT32),
+            (TEMPLATE, POD_SPEC_INT32),
+        ],
+        ("apps", "replicasets") => &[("", REPLICA_SET_INT32), (TEMPLATE, POD_SPEC_INT32)],
+        ("apps", "deployments") => &[("", DEPLOYMENT_INT32), (TEMPLATE, POD_SPEC_INT32)],
+        ("apps", "statefulsets") => &[("", STATEFUL_SET_INT32), (TEMPLATE, POD_SPEC_INT32)],
+        ("apps", "daemonsets") => &[("", DAEMON_SET_INT32), (TEMPLATE, POD_SPEC_INT32)],
+        ("batch", "jobs") => &[("", JOB_INT32), (TEMPLATE, POD_SPEC_INT32)],
+        ("batch", "cronjobs") => &[
+            ("", CRON_JOB_INT32),
+            ("spec.jobTemplate.spec.template.spec", POD_SPEC_INT32),
+        ],
+        ("", "services") => &[("", SERVICE_INT32)],
+        ("coordination.k8s.io", "leases") => &[("", LEASE_INT32)],
+        ("", "events") => &[("", EVENT_INT32)],
+        ("", "endpoints") => &[("", ENDPOINTS_INT32)],
+        ("discovery.k8s.io", "endpointslices") => &[("", ENDPOINT_SLICE_INT32)],
+        _ => &[],
     }
 }
 
@@ -209,7 +379,7 @@ impl KindHooks for ReplicationControllers {
         obj["status"] = json!({"replicas": 0});
     }
     fn validate(&self, def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
-        check_replicas(def, obj)?;
+        check_nonnegative(def, obj, &["replicas", "minReadySeconds"])?;
         let selector = obj.at(&["spec", "selector"]).and_then(Value::as_object);
         let Some(selector) = selector.filter(|s| !s.is_empty()) else {
             return Err(invalid(def, obj, "spec.selector", "Required value"));
@@ -241,7 +411,7 @@ impl KindHooks for ReplicaSets {
     }
     fn validate(&self, def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
         check_selector(def, obj)?;
-        check_replicas(def, obj)
+        check_nonnegative(def, obj, &["replicas", "minReadySeconds"])
     }
 }
 
@@ -262,7 +432,16 @@ impl KindHooks for Deployments {
     }
     fn validate(&self, def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
         check_selector(def, obj)?;
-        check_replicas(def, obj)
+        check_nonnegative(
+            def,
+            obj,
+            &[
+                "replicas",
+                "minReadySeconds",
+                "revisionHistoryLimit",
+                "progressDeadlineSeconds",
+            ],
+        )
     }
 }
 
@@ -288,7 +467,7 @@ impl KindHooks for StatefulSets {
     }
     fn validate(&self, def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
         check_selector(def, obj)?;
-        check_replicas(def, obj)
+        check_nonnegative(def, obj, &["replicas", "minReadySeconds"])
     }
 }
 
@@ -306,7 +485,8 @@ impl KindHooks for DaemonSets {
         obj["status"] = json!({"currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 0, "numberReady": 0});
     }
     fn validate(&self, def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
-        check_selector(def, obj)
+        check_selector(def, obj)?;
+        check_nonnegative(def, obj, &["minReadySeconds", "revisionHistoryLimit"])
     }
 }
 
@@ -361,6 +541,7 @@ impl KindHooks for Jobs {
     }
     fn validate(&self, def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
         check_selector(def, obj)?;
+        check_nonnegative(def, obj, &["parallelism", "completions", "backoffLimit"])?;
         match obj
             .at(&["spec", "template", "spec", "restartPolicy"])
             .and_then(Value::as_str)

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::clock::{self, Clock};
 use crate::customresources::CustomResources;
+use crate::decode;
 use crate::kinds::{self, NAMESPACES, PODS};
 use crate::managed::{self, Scope};
 use crate::patch::{self, PatchKind};
@@ -18,7 +19,7 @@ use crate::quota::Quotas;
 use crate::resources::{Propagation, RegisterError, Registry, ResourceDef, ResourceId};
 use crate::semantics::{self, Part};
 use crate::status::ApiError;
-use crate::store::{FieldOwners, Key, Stale, Store, Stored, Write};
+use crate::store::{FieldOwners, Key, Limits, Refused, Store, Stored, Write};
 use crate::templates::{Probe, Template, Templates};
 
 /// Who writes and whether the write is only simulated (`dryRun=All`).
@@ -213,16 +214,16 @@ pub(crate) fn without_finalizer(obj: &mut Value, finalizer: &str) {
 }
 
 impl Api {
-    /// An empty API serving the built-in kinds.
+    /// An empty API serving the built-in kinds, its store within `limits`.
     pub(crate) fn new(
-        history: usize,
+        limits: Limits,
         clock: Arc<dyn Clock>,
         managed_fields: bool,
     ) -> Result<Self, RegisterError> {
         let registry = Registry::new();
         let builtins = kinds::register_builtins(&registry)?;
         Ok(Api {
-            store: Store::new(history),
+            store: Store::new(limits),
             registry,
             templates: Templates::new(),
             quotas: Quotas::default(),
@@ -257,7 +258,7 @@ impl Api {
         key: &Key,
         expected: Option<u64>,
         write: Write,
-    ) -> Result<Arc<Stored>, Stale> {
+    ) -> Result<Arc<Stored>, Refused> {
         let removed = matches!(write, Write::Delete(_));
         let stored = self.store.commit(resource, key, expected, write)?;
         if self.rbac_tables.contains(&resource) {
@@ -445,6 +446,7 @@ impl Api {
             let write = template.write(&name, &uid, &self.now_text());
             match self.commit(def.storage, &key, None, write) {
                 Ok(stored) => return Some(Ok(stored)),
+                Err(e) if !e.is_stale() => return Some(Err(e.into())),
                 Err(_) if explicit.is_none() => continue,
                 Err(_) => {
                     return Some(Err(ApiError::already_exists(&def.label(), &name)));
@@ -547,6 +549,7 @@ impl Api {
             };
             match self.commit(def.storage, &key, None, write) {
                 Ok(stored) => return Ok(stored),
+                Err(e) if !e.is_stale() => return Err(e.into()),
                 Err(_) if !explicit => continue,
                 Err(_) => return Err(ApiError::already_exists(&def.label(), &name)),
             }
@@ -624,8 +627,10 @@ impl Api {
             } else {
                 Write::Put(new, Arc::new(owners))
             };
-            if let Ok(stored) = self.commit(def.storage, key, Some(cur.rv), write) {
-                return Ok(stored);
+            match self.commit(def.storage, key, Some(cur.rv), write) {
+                Ok(stored) => return Ok(stored),
+                Err(e) if !e.is_stale() => return Err(e.into()),
+                Err(_) => {}
             }
         }
     }
@@ -646,6 +651,9 @@ impl Api {
                 return Err(ApiError::bad_request(
                     "the request body must be a Scale object",
                 ));
+            }
+            if let Some(problem) = semantics::scale_problem(&body) {
+                return Err(ApiError::bad_request(problem));
             }
             body
         } else {
@@ -701,9 +709,12 @@ impl Api {
         let key = Self::key(def, namespace, name);
         let parsed: Value = match kind {
             PatchKind::Json => Value::Null,
-            PatchKind::Apply => serde_yaml::from_slice(body)
+            // Clients send apply configurations as JSON (which YAML
+            // includes); JSON is read first, as it is cheaper and bounded.
+            PatchKind::Apply => decode::parse_json_value(body)
+                .or_else(|_| decode::parse_yaml_value(body))
                 .map_err(|e| ApiError::bad_request(format!("invalid apply configuration: {e}")))?,
-            _ => serde_json::from_slice(body)
+            _ => decode::parse_json_value(body)
                 .map_err(|e| ApiError::bad_request(format!("invalid patch body: {e}")))?,
         };
         let ctx = if kind == PatchKind::Apply {
@@ -747,7 +758,20 @@ impl Api {
             match kind {
                 PatchKind::Merge => patch::merge_patch(&mut doc, &parsed),
                 PatchKind::Strategic => patch::strategic_merge(&mut doc, &parsed)?,
-                PatchKind::Json => patch::json_patch(&mut doc, body)?,
+                PatchKind::Json => {
+                    patch::json_patch(&mut doc, body)?;
+                    // A JSON patch can put a deep value at a deep path.
+                    if decode::nesting(&doc) > decode::MAX_NESTING {
+                        return Err(ApiError::invalid(
+                            def.kind,
+                            name,
+                            format!(
+                                "the patched object is nested more than {} levels deep",
+                                decode::MAX_NESTING
+                            ),
+                        ));
+                    }
+                }
                 PatchKind::Apply => {
                     owners = Some(patch::apply(
                         &mut doc,
@@ -767,13 +791,21 @@ impl Api {
             }
             let mut new = match part {
                 Part::Scale => {
+                    if let Some(problem) = semantics::scale_problem(&doc) {
+                        return Err(ApiError::invalid(
+                            "Scale",
+                            name,
+                            format!("patch: Invalid value: {problem}"),
+                        ));
+                    }
                     let mut obj = cur.clone();
                     semantics::apply_scale(def, &mut obj, &doc)?;
                     obj
                 }
                 _ => {
                     let mut doc = view.to_stored(doc);
-                    decode_body(def, &mut doc)?;
+                    decode_body(def, &mut doc)
+                        .map_err(|e| semantics::patched_invalid(def, &doc, e))?;
                     doc
                 }
             };
@@ -975,12 +1007,16 @@ impl Api {
             } else {
                 Write::Put(obj, cur.owners.clone())
             };
-            if let Ok(stored) = self.commit(resource, &key, Some(cur.rv), write) {
-                return Ok(if gone {
-                    Deleted::Gone(stored)
-                } else {
-                    Deleted::Pending(stored)
-                });
+            match self.commit(resource, &key, Some(cur.rv), write) {
+                Ok(stored) => {
+                    return Ok(if gone {
+                        Deleted::Gone(stored)
+                    } else {
+                        Deleted::Pending(stored)
+                    });
+                }
+                Err(e) if !e.is_stale() => return Err(e.into()),
+                Err(_) => {}
             }
         }
     }

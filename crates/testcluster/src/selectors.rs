@@ -2,6 +2,8 @@
 
 use serde_json::Value;
 
+use crate::crd::field::{BadValue, FieldError, aggregate_message};
+use crate::crd::names;
 use crate::status::ApiError;
 use crate::store::Stored;
 
@@ -13,6 +15,10 @@ enum Op {
     NotIn(Vec<String>),
     Exists,
     DoesNotExist,
+    /// `key>n`: the label's value is an integer greater than n.
+    Gt(i64),
+    /// `key<n`: the label's value is an integer less than n.
+    Lt(i64),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,6 +38,9 @@ impl Requirement {
             (Op::NotIn(set), v) => v.is_none_or(|v| !set.iter().any(|s| s == v)),
             (Op::Exists, v) => v.is_some(),
             (Op::DoesNotExist, v) => v.is_none(),
+            (Op::Gt(n), Some(v)) => v.parse::<i64>().is_ok_and(|v| v > *n),
+            (Op::Lt(n), Some(v)) => v.parse::<i64>().is_ok_and(|v| v < *n),
+            (Op::Gt(_) | Op::Lt(_), None) => false,
         }
     }
 }
@@ -40,101 +49,328 @@ impl Requirement {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct LabelSelector(Vec<Requirement>);
 
-/// Split at commas that are not inside parentheses.
-fn split_top_level(s: &str) -> Vec<&str> {
-    let mut parts = Vec::new();
-    let mut depth = 0usize;
-    let mut start = 0;
-    for (i, c) in s.char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => depth = depth.saturating_sub(1),
-            ',' if depth == 0 => {
-                parts.push(&s[start..i]);
-                start = i + 1;
+/// The tokens of apimachinery's label selector lexer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Token {
+    End,
+    ClosedPar,
+    Comma,
+    DoesNotExist,
+    DoubleEquals,
+    Equals,
+    GreaterThan,
+    Identifier,
+    In,
+    LessThan,
+    NotEquals,
+    NotIn,
+    OpenPar,
+}
+
+fn special_token(s: &str) -> Option<Token> {
+    Some(match s {
+        ")" => Token::ClosedPar,
+        "," => Token::Comma,
+        "!" => Token::DoesNotExist,
+        "==" => Token::DoubleEquals,
+        "=" => Token::Equals,
+        ">" => Token::GreaterThan,
+        "<" => Token::LessThan,
+        "!=" => Token::NotEquals,
+        "(" => Token::OpenPar,
+        _ => return None,
+    })
+}
+
+fn is_special(b: u8) -> bool {
+    matches!(b, b'=' | b'!' | b'(' | b')' | b',' | b'>' | b'<')
+}
+
+fn is_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\r' | b'\n')
+}
+
+/// The selector's tokens with their text, ending with [`Token::End`]. As
+/// apimachinery's lexer: a run of special characters yields its longest
+/// leading operator (`!!=` is `!` then `!=`), anything else up to a
+/// special character or a blank is an identifier (or `in`, `notin`).
+fn lex(s: &str) -> Vec<(Token, &str)> {
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    loop {
+        while i < b.len() && is_space(b[i]) {
+            i += 1;
+        }
+        if i >= b.len() {
+            out.push((Token::End, ""));
+            return out;
+        }
+        let start = i;
+        if is_special(b[i]) {
+            // Every single special character is an operator, so a token
+            // is always found; a second character extends it if it can.
+            let two = s.get(start..start + 2).and_then(special_token);
+            let (tok, len) = match two {
+                Some(t) => (t, 2),
+                None => (special_token(&s[start..start + 1]).unwrap_or(Token::End), 1),
+            };
+            i += len;
+            out.push((tok, &s[start..i]));
+        } else {
+            while i < b.len() && !is_special(b[i]) && !is_space(b[i]) {
+                i += 1;
             }
-            _ => {}
+            let text = &s[start..i];
+            let tok = match text {
+                "in" => Token::In,
+                "notin" => Token::NotIn,
+                _ => Token::Identifier,
+            };
+            out.push((tok, text));
         }
     }
-    parts.push(&s[start..]);
-    parts
 }
 
-fn parse_set(rest: &str, selector: &str) -> Result<Vec<String>, ApiError> {
-    let rest = rest.trim();
-    let inner = rest
-        .strip_prefix('(')
-        .and_then(|r| r.strip_suffix(')'))
-        .ok_or_else(|| invalid_selector(selector, "expected a parenthesised set of values"))?;
-    Ok(inner
-        .split(',')
-        .map(|v| v.trim().to_string())
-        .filter(|v| !v.is_empty())
-        .collect())
+/// Where the parser is: `in` and `notin` are values where a value is
+/// expected (`x in (in)`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Context {
+    KeyAndOperator,
+    Values,
 }
 
-fn invalid_selector(selector: &str, why: &str) -> ApiError {
-    ApiError::bad_request(format!(
-        "unable to parse requirement in selector \"{selector}\": {why}"
-    ))
+/// apimachinery's recursive-descent label selector parser
+/// (`labels.Parse`), with its error messages.
+struct Parser<'a> {
+    tokens: Vec<(Token, &'a str)>,
+    pos: usize,
 }
 
-fn check_key(key: &str, selector: &str) -> Result<String, ApiError> {
-    let key = key.trim();
-    if key.is_empty() || key.contains(char::is_whitespace) {
-        return Err(invalid_selector(selector, "invalid key"));
+impl<'a> Parser<'a> {
+    fn lookahead(&self, ctx: Context) -> (Token, &'a str) {
+        let (tok, lit) = self
+            .tokens
+            .get(self.pos)
+            .copied()
+            .unwrap_or((Token::End, ""));
+        match tok {
+            Token::In | Token::NotIn if ctx == Context::Values => (Token::Identifier, lit),
+            _ => (tok, lit),
+        }
     }
-    Ok(key.to_string())
+
+    fn consume(&mut self, ctx: Context) -> (Token, &'a str) {
+        let next = self.lookahead(ctx);
+        self.pos += 1;
+        next
+    }
+
+    fn parse(&mut self) -> Result<Vec<Requirement>, String> {
+        let mut reqs = Vec::new();
+        loop {
+            let (tok, lit) = self.lookahead(Context::Values);
+            match tok {
+                Token::Identifier | Token::DoesNotExist => {
+                    let r = self
+                        .requirement()
+                        .map_err(|e| format!("unable to parse requirement: {e}"))?;
+                    reqs.push(r);
+                    let (t, l) = self.consume(Context::Values);
+                    match t {
+                        Token::End => return Ok(reqs),
+                        Token::Comma => {
+                            let (t2, l2) = self.lookahead(Context::Values);
+                            if t2 != Token::Identifier && t2 != Token::DoesNotExist {
+                                return Err(format!(
+                                    "found '{l2}', expected: identifier after ','"
+                                ));
+                            }
+                        }
+                        _ => return Err(format!("found '{l}', expected: ',' or 'end of string'")),
+                    }
+                }
+                Token::End => return Ok(reqs),
+                _ => {
+                    return Err(format!(
+                        "found '{lit}', expected: !, identifier, or 'end of string'"
+                    ));
+                }
+            }
+        }
+    }
+
+    fn requirement(&mut self) -> Result<Requirement, String> {
+        let (key, unary) = self.key_and_inferred_operator()?;
+        if let Some(op) = unary {
+            return Ok(Requirement { key, op });
+        }
+        let (tok, lit) = self.consume(Context::KeyAndOperator);
+        let values = match tok {
+            Token::In | Token::NotIn => self.values()?,
+            Token::Equals
+            | Token::DoubleEquals
+            | Token::NotEquals
+            | Token::GreaterThan
+            | Token::LessThan => vec![self.exact_value()?],
+            _ => {
+                return Err(format!(
+                    "found '{lit}', expected: in, notin, =, ==, !=, gt, lt"
+                ));
+            }
+        };
+        // NewRequirement's checks of the values.
+        let mut errs = Vec::new();
+        let mut number = None;
+        if matches!(tok, Token::GreaterThan | Token::LessThan) {
+            for (i, v) in values.iter().enumerate() {
+                match v.parse::<i64>() {
+                    Ok(n) => number = Some(n),
+                    Err(_) => errs.push(FieldError::invalid(
+                        format!("values[{i}]"),
+                        BadValue::str(v.as_str()),
+                        "for 'Gt', 'Lt' operators, the value must be an integer",
+                    )),
+                }
+            }
+        }
+        for (i, v) in values.iter().enumerate() {
+            let problems = names::label_value(v);
+            if !problems.is_empty() {
+                errs.push(FieldError::invalid(
+                    format!("values[{i}][{key}]"),
+                    BadValue::str(v.as_str()),
+                    problems.join("; "),
+                ));
+            }
+        }
+        if let Some(message) = aggregate_message(&errs) {
+            return Err(message);
+        }
+        let op = match (tok, number) {
+            (Token::In, _) => Op::In(values),
+            (Token::NotIn, _) => Op::NotIn(values),
+            (Token::NotEquals, _) => Op::NotEq(values.into_iter().next().unwrap_or_default()),
+            (Token::GreaterThan, Some(n)) => Op::Gt(n),
+            (Token::LessThan, Some(n)) => Op::Lt(n),
+            _ => Op::Eq(values.into_iter().next().unwrap_or_default()),
+        };
+        Ok(Requirement { key, op })
+    }
+
+    /// The key, and `Exists`/`DoesNotExist` when no binary operator follows.
+    fn key_and_inferred_operator(&mut self) -> Result<(String, Option<Op>), String> {
+        let (mut tok, mut lit) = self.consume(Context::Values);
+        let negated = tok == Token::DoesNotExist;
+        if negated {
+            (tok, lit) = self.consume(Context::Values);
+        }
+        if tok != Token::Identifier {
+            return Err(format!("found '{lit}', expected: identifier"));
+        }
+        let problems = names::qualified_name(lit);
+        if !problems.is_empty() {
+            return Err(
+                FieldError::invalid("<nil>", BadValue::str(lit), problems.join("; ")).to_string(),
+            );
+        }
+        let (next, _) = self.lookahead(Context::Values);
+        let op = if negated {
+            Some(Op::DoesNotExist)
+        } else if matches!(next, Token::End | Token::Comma) {
+            Some(Op::Exists)
+        } else {
+            None
+        };
+        Ok((lit.to_string(), op))
+    }
+
+    /// `(a,b,c)`; empty entries are the empty value.
+    fn values(&mut self) -> Result<Vec<String>, String> {
+        let (tok, lit) = self.consume(Context::Values);
+        if tok != Token::OpenPar {
+            return Err(format!("found '{lit}' expected: '('"));
+        }
+        let (tok, lit) = self.lookahead(Context::Values);
+        match tok {
+            Token::Identifier | Token::Comma => {
+                let set = self.identifiers()?;
+                if self.consume(Context::Values).0 != Token::ClosedPar {
+                    return Err(format!("found '{lit}', expected: ')'"));
+                }
+                Ok(set)
+            }
+            Token::ClosedPar => {
+                self.consume(Context::Values);
+                Ok(vec![String::new()])
+            }
+            _ => Err(format!("found '{lit}', expected: ',', ')' or identifier")),
+        }
+    }
+
+    fn identifiers(&mut self) -> Result<Vec<String>, String> {
+        let mut set: Vec<String> = Vec::new();
+        let insert = |set: &mut Vec<String>, v: &str| {
+            if !set.iter().any(|x| x == v) {
+                set.push(v.to_string());
+            }
+        };
+        loop {
+            let (tok, lit) = self.consume(Context::Values);
+            match tok {
+                Token::Identifier => {
+                    insert(&mut set, lit);
+                    let (t2, l2) = self.lookahead(Context::Values);
+                    match t2 {
+                        Token::Comma => continue,
+                        Token::ClosedPar => return Ok(set),
+                        _ => return Err(format!("found '{l2}', expected: ',' or ')'")),
+                    }
+                }
+                Token::Comma => {
+                    if set.is_empty() {
+                        insert(&mut set, "");
+                    }
+                    let (t2, _) = self.lookahead(Context::Values);
+                    if t2 == Token::ClosedPar {
+                        insert(&mut set, "");
+                        return Ok(set);
+                    }
+                    if t2 == Token::Comma {
+                        insert(&mut set, "");
+                    }
+                }
+                _ => return Err(format!("found '{lit}', expected: ',', or identifier")),
+            }
+        }
+    }
+
+    fn exact_value(&mut self) -> Result<String, String> {
+        let (tok, _) = self.lookahead(Context::Values);
+        if matches!(tok, Token::End | Token::Comma) {
+            return Ok(String::new());
+        }
+        match self.consume(Context::Values) {
+            (Token::Identifier, lit) => Ok(lit.to_string()),
+            (_, lit) => Err(format!("found '{lit}', expected: identifier")),
+        }
+    }
 }
 
 impl LabelSelector {
-    /// Parse `a=b,c!=d,e in (f,g),h notin (i),j,!k`.
+    /// Parse a selector as `labels.Parse` does: `a=b`, `a==b`, `a!=b`,
+    /// `a in (b,c)`, `a notin (b)`, `a`, `!a`, `a>1`, `a<1`, separated by
+    /// commas, keys and values checked like label keys and values. A
+    /// malformed selector is a 400 with apimachinery's message.
     pub(crate) fn parse(selector: &str) -> Result<Self, ApiError> {
-        let mut reqs = Vec::new();
-        for part in split_top_level(selector) {
-            let part = part.trim();
-            if part.is_empty() {
-                continue;
-            }
-            let req = if let Some(key) = part.strip_prefix('!') {
-                Requirement {
-                    key: check_key(key, selector)?,
-                    op: Op::DoesNotExist,
-                }
-            } else if let Some((k, v)) = part.split_once("!=") {
-                Requirement {
-                    key: check_key(k, selector)?,
-                    op: Op::NotEq(v.trim().to_string()),
-                }
-            } else if let Some((k, v)) = part.split_once("==") {
-                Requirement {
-                    key: check_key(k, selector)?,
-                    op: Op::Eq(v.trim().to_string()),
-                }
-            } else if let Some((k, v)) = part.split_once('=') {
-                Requirement {
-                    key: check_key(k, selector)?,
-                    op: Op::Eq(v.trim().to_string()),
-                }
-            } else if let Some((k, rest)) = part.split_once(" notin ") {
-                Requirement {
-                    key: check_key(k, selector)?,
-                    op: Op::NotIn(parse_set(rest, selector)?),
-                }
-            } else if let Some((k, rest)) = part.split_once(" in ") {
-                Requirement {
-                    key: check_key(k, selector)?,
-                    op: Op::In(parse_set(rest, selector)?),
-                }
-            } else {
-                Requirement {
-                    key: check_key(part, selector)?,
-                    op: Op::Exists,
-                }
-            };
-            reqs.push(req);
-        }
-        Ok(LabelSelector(reqs))
+        let mut parser = Parser {
+            tokens: lex(selector),
+            pos: 0,
+        };
+        parser
+            .parse()
+            .map(LabelSelector)
+            .map_err(ApiError::bad_request)
     }
 
     /// Build from a structured `LabelSelector` object
@@ -292,6 +528,78 @@ mod tests {
         assert!(m("missing!=x"));
         assert!(!m("missing in (x)"));
         assert!(m(""));
+    }
+
+    #[test]
+    fn malformed_selectors_get_apimachinerys_messages() {
+        let err = |s: &str| LabelSelector::parse(s).unwrap_err();
+        for (selector, message) in [
+            ("a=b=c", "found '=', expected: ',' or 'end of string'"),
+            (
+                "app=(",
+                "unable to parse requirement: found '(', expected: identifier",
+            ),
+            (
+                "a!!=b",
+                "unable to parse requirement: found '!', expected: in, notin, =, ==, !=, gt, lt",
+            ),
+            ("a,", "found '', expected: identifier after ','"),
+            (
+                "a in b",
+                "unable to parse requirement: found 'b' expected: '('",
+            ),
+            (
+                "a in (b",
+                "unable to parse requirement: found '', expected: ',' or ')'",
+            ),
+            (
+                "=a",
+                "found '=', expected: !, identifier, or 'end of string'",
+            ),
+            (
+                "a>x",
+                "unable to parse requirement: values[0]: Invalid value: \"x\": for 'Gt', 'Lt' operators, the value must be an integer",
+            ),
+        ] {
+            let e = err(selector);
+            assert_eq!(e.code, 400, "{selector}");
+            assert_eq!(e.message, message, "{selector}");
+        }
+        assert_eq!(
+            err("bad key=x").message,
+            "unable to parse requirement: found 'key', expected: in, notin, =, ==, !=, gt, lt"
+        );
+        let e = err("k=v@1");
+        assert!(e.message.starts_with("unable to parse requirement: values[0][k]: Invalid value: \"v@1\": a valid label must be"), "{}", e.message);
+        let e = err(&format!("{}=v", "k".repeat(64)));
+        assert!(
+            e.message
+                .starts_with("unable to parse requirement: <nil>: Invalid value:"),
+            "{}",
+            e.message
+        );
+        assert!(
+            e.message
+                .ends_with("name part must be no more than 63 characters"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn well_formed_selectors_keep_working() {
+        let labels = json!({"app": "web", "tier": "front", "n": "5", "in": "in"});
+        let m = |s: &str| LabelSelector::parse(s).unwrap().matches(Some(&labels));
+        assert!(m("app in (web)  , n>4,n<6"));
+        assert!(!m("n>5"));
+        assert!(m("x notin ()"));
+        assert!(m("in in (in)"), "in is a value where a value is expected");
+        assert!(m("app in (web,,db)"));
+        assert!(m("app=web,!missing,tier"));
+        assert!(!m("missing="), "= needs the label, with the empty value");
+        assert!(!m("app="));
+        assert!(m("missing!="));
+        assert!(m("app == web"));
     }
 
     #[test]

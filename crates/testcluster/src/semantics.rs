@@ -3,7 +3,9 @@
 use crate::json::At;
 use serde_json::{Map, Value, json};
 
-use crate::kinds::{NAMESPACES, PODS};
+use crate::crd::field::{BadValue, FieldError, aggregate_message};
+use crate::crd::names;
+use crate::kinds::{self, NAMESPACES, PODS};
 use crate::resources::{ResourceDef, ScalePaths};
 use crate::status::ApiError;
 
@@ -28,24 +30,136 @@ pub(crate) fn random_suffix() -> String {
         .collect()
 }
 
-/// Lower-case alphanumerics and '-', starting and ending alphanumeric.
-fn is_label_shaped(s: &str) -> bool {
-    !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !s.starts_with('-')
-        && !s.ends_with('-')
-}
-
-/// DNS-1123 label: label-shaped, at most 63 characters.
+/// DNS-1123 label: lower-case alphanumerics and '-', starting and ending
+/// alphanumeric, at most 63 characters.
 pub(crate) fn is_dns_label(s: &str) -> bool {
-    s.len() <= 63 && is_label_shaped(s)
+    names::dns1123_label(s).is_empty()
 }
 
-/// DNS-1123 subdomain: dot-separated label-shaped parts, at most 253
-/// characters in all. As in kube-apiserver, a part may be longer than 63.
+/// DNS-1123 subdomain: dot-separated labels, at most 253 characters in
+/// all. As in kube-apiserver, a part may be longer than 63.
 pub(crate) fn is_dns_subdomain(s: &str) -> bool {
-    s.len() <= 253 && s.split('.').all(is_label_shaped)
+    names::dns1123_subdomain(s).is_empty()
+}
+
+/// What is wrong with `name` as the name of an object of `def`, by the
+/// rule kube-apiserver applies to that kind: namespaces are DNS-1123
+/// labels, services DNS-1035 labels, everything else DNS-1123 subdomains.
+fn name_problems(def: &ResourceDef, name: &str) -> Vec<String> {
+    if def.id == NAMESPACES {
+        names::dns1123_label(name)
+    } else if def.group.is_empty() && def.plural == "services" {
+        names::dns1035_label(name)
+    } else if def.path_segment_names {
+        // RBAC objects (`system:discovery`): `ValidatePathSegmentName`.
+        names::path_segment_name(name)
+    } else {
+        names::dns1123_subdomain(name)
+    }
+}
+
+/// `TotalAnnotationSizeLimitB`: the most bytes all of an object's
+/// annotations (keys and values) may take.
+const ANNOTATIONS_MAX_BYTES: usize = 256 * 1024;
+
+/// `ValidateLabels` and `ValidateAnnotations`: keys are qualified names,
+/// label values valid label values, and the annotations together at most
+/// 256 KiB.
+fn metadata_problems(meta: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    if let Some(labels) = meta.get("labels").and_then(Value::as_object) {
+        for (k, v) in labels {
+            for m in names::qualified_name(k) {
+                errs.push(FieldError::invalid("metadata.labels", BadValue::str(k), m));
+            }
+            let v = v.as_str().unwrap_or("");
+            for m in names::label_value(v) {
+                errs.push(FieldError::invalid("metadata.labels", BadValue::str(v), m));
+            }
+        }
+    }
+    if let Some(annotations) = meta.get("annotations").and_then(Value::as_object) {
+        let mut total = 0usize;
+        for (k, v) in annotations {
+            for m in names::qualified_name(&k.to_ascii_lowercase()) {
+                errs.push(FieldError::invalid(
+                    "metadata.annotations",
+                    BadValue::str(k),
+                    m,
+                ));
+            }
+            total += k.len() + v.as_str().map_or(0, str::len);
+        }
+        if total > ANNOTATIONS_MAX_BYTES {
+            errs.push(FieldError::too_long(
+                "metadata.annotations",
+                BadValue::Omitted,
+                ANNOTATIONS_MAX_BYTES as i64,
+            ));
+        }
+    }
+    errs
+}
+
+/// Go's name for the JSON type of `v`, as `UnmarshalTypeError` words it.
+fn json_type(v: &Value) -> String {
+    match v {
+        Value::Number(n) => format!("number {n}"),
+        Value::String(_) => "string".into(),
+        Value::Bool(_) => "bool".into(),
+        Value::Array(_) => "array".into(),
+        Value::Object(_) => "object".into(),
+        Value::Null => "null".into(),
+    }
+}
+
+/// Every value at `path` (dotted keys; `key[]` walks each element of the
+/// array at `key`) under `v`.
+fn values_at<'a>(v: &'a Value, path: &[&str], out: &mut Vec<&'a Value>) {
+    let Some((first, rest)) = path.split_first() else {
+        out.push(v);
+        return;
+    };
+    match first.strip_suffix("[]") {
+        Some(key) => {
+            for item in v.get(key).and_then(Value::as_array).into_iter().flatten() {
+                values_at(item, rest, out);
+            }
+        }
+        None => {
+            if let Some(next) = v.get(*first) {
+                values_at(next, rest, out);
+            }
+        }
+    }
+}
+
+/// The `int32` fields of the object that a typed client could not decode
+/// (out of range, fractional, or not a number), worded as Go's JSON
+/// decoder words it.
+fn int32_problem(def: &ResourceDef, obj: &Value) -> Option<String> {
+    let mut found = Vec::new();
+    let mut segments = Vec::new();
+    for (prefix, fields) in kinds::int32_fields(def) {
+        for (path, go_struct) in *fields {
+            segments.clear();
+            segments.extend(prefix.split('.').filter(|p| !p.is_empty()));
+            segments.extend(path.split('.'));
+            found.clear();
+            values_at(obj, &segments, &mut found);
+            let bad = found
+                .iter()
+                .find(|v| !v.is_null() && v.as_i64().is_none_or(|n| i32::try_from(n).is_err()));
+            if let Some(v) = bad {
+                let field = segments.join(".").replace("[]", "");
+                return Some(format!(
+                    "json: cannot unmarshal {} into Go struct field {go_struct}.{field} of type int32",
+                    json_type(v),
+                ));
+            }
+        }
+    }
+    None
 }
 
 fn invalid(def: &ResourceDef, name: &str, field: &str, why: &str) -> ApiError {
@@ -159,7 +273,9 @@ fn shape_check(def: &ResourceDef, obj: &Value) -> Result<(), String> {
     Ok(())
 }
 
-/// Check the request body names the right kind and decodes as that type.
+/// Check the request body names the right kind and decodes as that type:
+/// a `400` as kube-apiserver answers a body it cannot decode
+/// ("<Kind> in version "<v>" cannot be handled as a <Kind>: ...").
 pub(crate) fn check_body(def: &ResourceDef, obj: &mut Value) -> Result<(), ApiError> {
     let Some(map) = obj.as_object_mut() else {
         return Err(ApiError::bad_request(
@@ -179,7 +295,33 @@ pub(crate) fn check_body(def: &ResourceDef, obj: &mut Value) -> Result<(), ApiEr
     map.insert("apiVersion".into(), Value::String(def.api_version.into()));
     shape_check(def, obj).map_err(|e| {
         ApiError::bad_request(format!("the request body is not a valid {}: {e}", def.kind))
-    })
+    })?;
+    if let Some(problem) = int32_problem(def, obj) {
+        let version = def
+            .api_version
+            .rsplit('/')
+            .next()
+            .unwrap_or(def.api_version);
+        return Err(ApiError::bad_request(format!(
+            "{kind} in version {version:?} cannot be handled as a {kind}: {problem}",
+            kind = def.kind
+        )));
+    }
+    Ok(())
+}
+
+/// The error for a patched object that does not decode: kube-apiserver
+/// answers it with `422 Invalid` on the field `patch`.
+pub(crate) fn patched_invalid(def: &ResourceDef, obj: &Value, e: ApiError) -> ApiError {
+    let name = obj
+        .at(&["metadata", "name"])
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    ApiError::invalid(
+        def.kind,
+        name,
+        format!("patch: Invalid value: {}", e.message),
+    )
 }
 
 /// Defaulting on create, plus the fields the server owns.
@@ -239,50 +381,15 @@ pub(crate) fn validate(def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
             "Required value: name or generateName is required",
         ));
     }
-    let valid_name = if def.id == NAMESPACES {
-        is_dns_label(name)
-    } else if def.path_segment_names {
-        // RBAC objects (`system:discovery`): kube-apiserver's
-        // `ValidatePathSegmentName`.
-        let problems = crate::crd::names::path_segment_name(name);
-        if let Some(problem) = problems.first() {
-            return Err(invalid(
-                def,
-                name,
-                "metadata.name",
-                &format!("Invalid value: {name:?}: {problem}"),
-            ));
-        }
-        true
-    } else {
-        is_dns_subdomain(name)
-    };
-    if !valid_name {
-        return Err(invalid(
-            def,
-            name,
-            "metadata.name",
-            &format!(
-                "Invalid value: {name:?}: a lowercase RFC 1123 {} must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
-                if def.id == NAMESPACES {
-                    "label"
-                } else {
-                    "subdomain"
-                }
-            ),
-        ));
+    let mut errs: Vec<FieldError> = name_problems(def, name)
+        .into_iter()
+        .map(|m| FieldError::invalid("metadata.name", BadValue::str(name), m))
+        .collect();
+    if let Some(meta) = obj.get("metadata") {
+        errs.extend(metadata_problems(meta));
     }
-    if let Some(labels) = obj.at(&["metadata", "labels"]).and_then(Value::as_object) {
-        for (k, v) in labels {
-            if k.is_empty() || v.as_str().is_none_or(|v| v.len() > 63) {
-                return Err(invalid(
-                    def,
-                    name,
-                    "metadata.labels",
-                    &format!("Invalid value: {k:?}"),
-                ));
-            }
-        }
+    if let Some(message) = aggregate_message(&errs) {
+        return Err(ApiError::invalid(def.kind, name, message));
     }
     match &def.hooks {
         Some(hooks) => hooks.validate(def, obj),
@@ -473,6 +580,20 @@ fn selector_string(sel: Option<&Value>) -> String {
         }
     }
     parts.join(",")
+}
+
+/// What a typed client could not decode in a `Scale` body: its
+/// `spec.replicas` is an `int32`.
+pub(crate) fn scale_problem(scale: &Value) -> Option<String> {
+    match scale.at(&["spec", "replicas"]) {
+        Some(v) if !v.is_null() && v.as_i64().is_none_or(|n| i32::try_from(n).is_err()) => {
+            Some(format!(
+                "Scale in version \"v1\" cannot be handled as a Scale: json: cannot unmarshal {} into Go struct field ScaleSpec.spec.replicas of type int32",
+                json_type(v)
+            ))
+        }
+        _ => None,
+    }
 }
 
 /// Write a (possibly patched) `Scale` back into the object's spec.replicas.

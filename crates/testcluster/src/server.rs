@@ -1,7 +1,6 @@
 //! The HTTP layer: routes Kubernetes REST paths to the API operations.
 
 use crate::json::At;
-use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,6 +19,7 @@ use crate::faults::{FaultInjector, RequestInfo};
 use crate::kinds::PODS;
 use crate::ops::{Api, DeleteOpts, Deleted, WriteCtx};
 use crate::patch::PatchKind;
+use crate::query::{self, ListOptions, Params};
 use crate::rbac::{self, UserInfo};
 use crate::resources::{ResourceDef, Review, Snapshot};
 use crate::selectors::{FieldSelector, LabelSelector};
@@ -50,8 +50,46 @@ fn coalesce(frames: Vec<Bytes>) -> Bytes {
     buf.freeze()
 }
 
-/// Largest request body accepted.
-const MAX_BODY: usize = 16 * 1024 * 1024;
+/// Bodies larger than this are decoded off the async workers (see
+/// [`off_the_workers`]); smaller ones are cheaper to decode in place.
+const BLOCKING_BODY_BYTES: usize = 64 * 1024;
+
+/// Run `f`, which may take a while (decoding a large or YAML body), where
+/// it cannot stall the async workers: on a multi-threaded runtime the
+/// worker first hands its other tasks to another thread. A current-thread
+/// runtime has nowhere else to run it; the body limits bound it there.
+fn off_the_workers<R>(f: impl FnOnce() -> R) -> R {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
+        _ => f(),
+    }
+}
+
+/// The request body, at most [`decode::MAX_REQUEST_BODY_BYTES`]: a larger
+/// one (by its `Content-Length`, or once that many bytes were read) is
+/// kube-apiserver's `413 RequestEntityTooLarge`.
+async fn read_body(headers: &HeaderMap, body: Body) -> Result<Bytes, ApiError> {
+    let limit = decode::MAX_REQUEST_BODY_BYTES;
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(ApiError::request_entity_too_large(limit));
+    }
+    axum::body::to_bytes(body, limit).await.map_err(|e| {
+        let too_large = e
+            .into_inner()
+            .downcast_ref::<http_body_util::LengthLimitError>()
+            .is_some();
+        if too_large {
+            ApiError::request_entity_too_large(limit)
+        } else {
+            ApiError::bad_request("reading the request body failed")
+        }
+    })
+}
 
 /// Shared server state.
 #[derive(Debug)]
@@ -66,8 +104,6 @@ pub(crate) struct Server {
     /// Authentication and authorization (enforced when RBAC is on).
     pub(crate) authz: Authorization,
 }
-
-type Params = HashMap<String, String>;
 
 fn json_response(code: StatusCode, body: Bytes) -> Response<Body> {
     let mut r = Response::new(Body::from(body));
@@ -276,7 +312,7 @@ async fn route(server: &Arc<Server>, req: Request, slot: &mut Slot) -> Response<
         .map(|q| q.0)
         .unwrap_or_default();
     let internal = slot.internal;
-    let is_watch = matches!(params.get("watch").map(String::as_str), Some("true" | "1"));
+    let is_watch = query::flag(&params, "watch");
     let def = target.def.clone();
     // The verbs of the path's kind, as kube-apiserver routes them: a
     // collection takes GET/POST/DELETE, an object GET/PUT/PATCH/DELETE,
@@ -328,23 +364,33 @@ async fn route(server: &Arc<Server>, req: Request, slot: &mut Slot) -> Response<
         return watch_response(server, &target, &params, req.headers(), &info);
     }
     let (parts, body) = req.into_parts();
-    let body = match axum::body::to_bytes(body, MAX_BODY).await {
+    let body = match read_body(&parts.headers, body).await {
         Ok(b) => b,
-        Err(e) => {
-            return ApiError::bad_request(format!("reading the request body failed: {e}"))
-                .into_response();
-        }
+        Err(e) => return e.into_response(),
     };
-    if let Some(review) = def.review {
-        return match review_response(server, &target, review, &parts.headers, user, &body) {
-            Ok(r) => r,
-            Err(e) => e.into_response(),
-        };
-    }
-    match dispatch(server, &target, verb, &parts.headers, &params, &body) {
-        Ok(r) => r,
-        Err(e) => e.into_response(),
-    }
+    let content_type = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let run = || match def.review {
+        Some(review) => review_response(server, &target, review, &parts.headers, user, &body),
+        None => dispatch(
+            server,
+            &target,
+            verb,
+            &parts.headers,
+            content_type,
+            &params,
+            &body,
+        ),
+    };
+    let result = if body.len() > BLOCKING_BODY_BYTES || decode::is_yaml(content_type) {
+        off_the_workers(run)
+    } else {
+        run()
+    };
+    result.unwrap_or_else(ApiError::into_response)
 }
 
 /// An OpenAPI v3 document with the `ETag` its index URL carries.
@@ -423,15 +469,12 @@ fn dispatch(
     target: &Target<'_>,
     verb: &str,
     headers: &HeaderMap,
+    content_type: &str,
     params: &Params,
     body: &[u8],
 ) -> Result<Response<Body>, ApiError> {
     let api = &server.api;
     let def = &target.def;
-    let content_type = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
     let parse_body = |body: &[u8]| server.decoders.decode(def, content_type, body);
     let ns = target.namespace.unwrap_or("");
     let name = target.name.unwrap_or("");
@@ -443,6 +486,17 @@ fn dispatch(
     match verb {
         "get" => {
             let stored = api.get(def, ns, name)?;
+            // A get at a resourceVersion is served from kube-apiserver's
+            // watch cache, which must have reached that version.
+            if let Some(rv) = params.get("resourceVersion").filter(|v| !v.is_empty()) {
+                let rv: u64 = rv.parse().map_err(|_| {
+                    ApiError::bad_request(format!("invalid resourceVersion {rv:?}"))
+                })?;
+                let current = api.store.current_rv();
+                if rv > current {
+                    return Err(ApiError::too_large_resource_version(rv, current));
+                }
+            }
             let table = table_request(headers, params)?;
             match (part_of(target)?, table) {
                 (Part::Scale, _) => Ok(value_response(
@@ -487,10 +541,7 @@ fn dispatch(
         }
         "patch" => {
             let part = part_of(target)?;
-            let ct = headers
-                .get(header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("");
+            let ct = content_type;
             let kind = PatchKind::from_content_type(ct)
                 .filter(|k| *k != PatchKind::Strategic || def.strategic_merge)
                 .ok_or_else(|| {
@@ -505,7 +556,7 @@ fn dispatch(
                         format!("the body of the request was in an unknown format - accepted media types include: {accepted}"),
                     )
                 })?;
-            let force = params.get("force").is_some_and(|f| f == "true");
+            let force = query::flag(params, "force");
             let mgr = if kind == PatchKind::Apply {
                 params.get("fieldManager").map(String::as_str).unwrap_or("")
             } else {
@@ -579,16 +630,13 @@ fn delete_opts(params: &Params, body: &[u8]) -> Result<DeleteOpts, ApiError> {
             .and_then(Value::as_array)
             .is_some_and(|d| d.iter().any(|x| x == "All"));
     }
-    if let Some(g) = params.get("gracePeriodSeconds") {
-        opts.grace_period = Some(
-            g.parse()
-                .map_err(|_| ApiError::bad_request("gracePeriodSeconds must be an integer"))?,
-        );
+    if let Some(g) = query::int64(params, "gracePeriodSeconds")? {
+        opts.grace_period = Some(g);
     }
     if let Some(p) = params.get("propagationPolicy") {
         opts.propagation = Some(p.clone());
     }
-    if params.get("orphanDependents").is_some_and(|o| o == "true") {
+    if query::flag(params, "orphanDependents") {
         opts.propagation = Some("Orphan".into());
     }
     if params.get("dryRun").is_some_and(|d| d == "All") {
@@ -694,19 +742,23 @@ fn list(
     headers: &HeaderMap,
 ) -> Result<Response<Body>, ApiError> {
     let def = &target.def;
+    let opts = ListOptions::parse(params, &def.label())?;
     let table = table_request(headers, params)?;
     let (labels, fields) = selectors(def, params)?;
-    let start = match params.get("continue").filter(|c| !c.is_empty()) {
+    if opts.continue_token.is_some() && opts.version > 0 {
+        return Err(ApiError::bad_request(
+            "specifying resource version is not allowed when using continue",
+        ));
+    }
+    let start = match &opts.continue_token {
         Some(c) => Some(decode_continue(c)?),
         None => None,
     };
-    let limit = params
-        .get("limit")
-        .and_then(|l| l.parse::<usize>().ok())
-        .filter(|l| *l > 0);
-    let (items, rv) = api
+    let limit = opts.limit;
+    let (items, current) = api
         .store
         .list(def.storage, target.namespace, start.as_ref());
+    let rv = list_version(api, def, &opts, current)?;
     let mut matching = items
         .into_iter()
         .filter(|s| labels.matches_stored(s) && fields.matches_stored(s));
@@ -741,6 +793,37 @@ fn list(
     Ok(list_response(def, rv, &page, cont))
 }
 
+/// The resourceVersion a list is served at, as kube-apiserver serves
+/// `resourceVersion` and `resourceVersionMatch`: the current one unless
+/// the list must be exact; a version the store has not reached is `504
+/// Too large resource version` (kube-apiserver answers so once its watch
+/// cache waited three seconds for it; the store here is never behind, so
+/// it answers at once); an exact list at an older version is served when
+/// the resource has not changed since, otherwise it is `410 Expired`
+/// (past versions are not kept).
+fn list_version(
+    api: &Api,
+    def: &ResourceDef,
+    opts: &ListOptions,
+    current: u64,
+) -> Result<u64, ApiError> {
+    if opts.version > current {
+        return Err(ApiError::too_large_resource_version(opts.version, current));
+    }
+    if !opts.exact() || opts.version == current {
+        return Ok(current);
+    }
+    match api
+        .store
+        .unchanged_since(def.storage, opts.version, current)
+    {
+        Ok(true) => Ok(opts.version),
+        Ok(false) | Err(_) => Err(ApiError::gone(
+            "The resourceVersion for the provided list is too old.",
+        )),
+    }
+}
+
 fn watch_response(
     server: &Server,
     target: &Target<'_>,
@@ -748,40 +831,35 @@ fn watch_response(
     headers: &HeaderMap,
     info: &RequestInfo<'_>,
 ) -> Response<Body> {
+    match watch_stream(server, target, params, headers, info) {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}
+
+fn watch_stream(
+    server: &Server,
+    target: &Target<'_>,
+    params: &Params,
+    headers: &HeaderMap,
+    info: &RequestInfo<'_>,
+) -> Result<Response<Body>, ApiError> {
     let def = &target.def;
-    let (labels, fields) = match selectors(def, params) {
-        Ok(s) => s,
-        Err(e) => return e.into_response(),
+    let opts = ListOptions::parse(params, &def.label())?;
+    let (labels, fields) = selectors(def, params)?;
+    let bookmarks = opts.allow_bookmarks;
+    let start = match (opts.send_initial_events, opts.version) {
+        (Some(true), at_least) | (None, at_least @ 0) => Start::Initial {
+            end_marker: opts.send_initial_events == Some(true) && bookmarks,
+            at_least,
+        },
+        // sendInitialEvents=false: no initial state; resourceVersion 0 or
+        // none means from now.
+        (Some(false), 0) => Start::After(server.api.store.current_rv()),
+        (_, rv) => Start::After(rv),
     };
-    let rv = params
-        .get("resourceVersion")
-        .map(String::as_str)
-        .unwrap_or("");
-    let initial = params.get("sendInitialEvents").is_some_and(|s| s == "true");
-    let bookmarks = params
-        .get("allowWatchBookmarks")
-        .is_some_and(|s| s == "true");
-    let start = if initial || rv.is_empty() || rv == "0" {
-        Start::Initial {
-            end_marker: initial && bookmarks,
-        }
-    } else {
-        match rv.parse::<u64>() {
-            Ok(rv) => Start::After(rv),
-            Err(_) => {
-                return ApiError::bad_request(format!("invalid resourceVersion {rv:?}"))
-                    .into_response();
-            }
-        }
-    };
-    let timeout = params
-        .get("timeoutSeconds")
-        .and_then(|t| t.parse::<u64>().ok())
-        .map_or(Duration::from_secs(1800), Duration::from_secs);
-    let table = match table_request(headers, params) {
-        Ok(t) => t,
-        Err(e) => return e.into_response(),
-    };
+    let timeout = opts.watch_timeout();
+    let table = table_request(headers, params)?;
     // Watchers of a view or of Tables get frames encoded for them; the
     // others share the stored frames.
     let encode: Option<FrameFn> = if table.is_some() || def.has_view() {
@@ -838,5 +916,5 @@ fn watch_response(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
-    r
+    Ok(r)
 }

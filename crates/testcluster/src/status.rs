@@ -10,8 +10,9 @@ pub(crate) struct ApiError {
     pub(crate) code: u16,
     pub(crate) reason: &'static str,
     pub(crate) message: String,
-    /// The `Status`'s `details` (a 422's causes, a 403's kind and name);
-    /// `None` writes `{}`.
+    /// The `Status`'s `details` (a 422's causes, a 403's kind and name,
+    /// retryAfterSeconds); `None` writes `{}`. Boxed to keep the error
+    /// small in every `Result`.
     pub(crate) details: Option<Box<Value>>,
 }
 
@@ -23,6 +24,12 @@ impl ApiError {
             message: message.into(),
             details: None,
         }
+    }
+
+    /// This error with `details` in its `Status`.
+    pub(crate) fn with_details(mut self, details: Value) -> Self {
+        self.details = Some(Box::new(details));
+        self
     }
 
     /// The error a complete `Status` body describes (as the `crd` and
@@ -99,6 +106,32 @@ impl ApiError {
 
     pub(crate) fn gone(message: impl Into<String>) -> Self {
         Self::new(410, "Expired", message)
+    }
+
+    /// kube-apiserver's answer to a list or watch from a resourceVersion
+    /// it does not have yet (`storage.NewTooLargeResourceVersionError`
+    /// with the watch cache's one-second retry): a 504 `Timeout` whose
+    /// cause `ResourceVersionTooLarge` tells clients to relist.
+    pub(crate) fn too_large_resource_version(requested: u64, current: u64) -> Self {
+        Self::new(
+            504,
+            "Timeout",
+            format!("Timeout: Too large resource version: {requested}, current: {current}"),
+        )
+        .with_details(json!({
+            "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+            "retryAfterSeconds": 1,
+        }))
+    }
+
+    /// kube-apiserver's answer to a request body over its limit
+    /// (`MaxRequestBodyBytes`).
+    pub(crate) fn request_entity_too_large(limit: usize) -> Self {
+        Self::new(
+            413,
+            "RequestEntityTooLarge",
+            format!("Request entity too large: limit is {limit}"),
+        )
     }
 
     /// The `Status` object for this error.

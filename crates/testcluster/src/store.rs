@@ -6,6 +6,10 @@
 //! is serialized before the lock is taken, so the lock is held only for the
 //! version check, splicing the new resourceVersion into those bytes, the
 //! insert and the history push.
+//!
+//! Memory is bounded as on a real control plane: an object larger than
+//! etcd's default request limit is refused, and the watch history keeps at
+//! most a number of events and a number of bytes.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -19,6 +23,7 @@ use serde_json::Value;
 
 use crate::encoded::Encoded;
 use crate::resources::ResourceId;
+use crate::status::ApiError;
 use crate::summary::Summary;
 
 /// Table key: (namespace, name); the namespace is empty for cluster-scoped objects.
@@ -107,9 +112,81 @@ pub(crate) enum Write {
     Delete(Value),
 }
 
-/// The commit failed because the object changed since the snapshot.
+/// etcd's default `--max-request-bytes` (1.5 MiB): the largest object
+/// kube-apiserver can store with a default etcd.
+pub(crate) const MAX_OBJECT_BYTES: usize = 3 * 512 * 1024;
+
+/// Why a commit did not happen.
 #[derive(Debug)]
-pub(crate) struct Stale;
+pub(crate) enum Refused {
+    /// The object changed since the snapshot (or, for a create, exists).
+    Stale,
+    /// The serialized object is larger than the store takes.
+    TooLarge {
+        /// The object's size in bytes.
+        size: usize,
+        /// The most the store takes.
+        limit: usize,
+    },
+}
+
+impl Refused {
+    /// Whether another attempt with a fresh snapshot may succeed.
+    pub(crate) fn is_stale(&self) -> bool {
+        matches!(self, Refused::Stale)
+    }
+}
+
+impl From<Refused> for ApiError {
+    /// etcd refuses a request over its limit with "etcdserver: request is
+    /// too large", which kube-apiserver passes on as a 500 with no reason
+    /// (kubernetes/kubernetes#112152); the message here also says the
+    /// size and the limit.
+    fn from(refused: Refused) -> ApiError {
+        match refused {
+            Refused::TooLarge { size, limit } => ApiError::new(
+                500,
+                "",
+                format!(
+                    "etcdserver: request is too large: the object is {size} bytes, more than the {limit} bytes etcd stores by default (--max-request-bytes)"
+                ),
+            ),
+            Refused::Stale => ApiError::new(
+                409,
+                "Conflict",
+                "the object has been modified; please apply your changes to the latest version and try again",
+            ),
+        }
+    }
+}
+
+/// How much the store keeps.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// Most events in the watch history (at least 1 is kept).
+    pub(crate) history_events: usize,
+    /// Most bytes of objects the watch history holds on to.
+    pub(crate) history_bytes: usize,
+    /// Largest serialized object stored.
+    pub(crate) max_object_bytes: usize,
+}
+
+/// The watch history's size, as [`TestCluster::watch_history`](crate::TestCluster::watch_history)
+/// reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WatchHistory {
+    /// Change events kept.
+    pub events: usize,
+    /// Bytes of objects the kept events hold on to: each event's object
+    /// and the version it replaced (a version shared by two events counts
+    /// twice, so this is an upper bound).
+    pub bytes: usize,
+    /// The oldest resourceVersion a watch can start from; older ones get
+    /// `410 Gone`.
+    pub oldest_resource_version: u64,
+    /// The cluster's current resourceVersion.
+    pub resource_version: u64,
+}
 
 /// The requested resourceVersion is older than the kept history.
 #[derive(Debug)]
@@ -123,6 +200,8 @@ struct Inner {
     /// One table per storage resource id, grown as types are registered.
     tables: Vec<BTreeMap<Key, Arc<Stored>>>,
     history: VecDeque<Arc<Event>>,
+    /// The bytes `history` holds on to (see [`Event::bytes`]).
+    history_bytes: usize,
     /// The highest resourceVersion evicted from `history`.
     compacted: u64,
     /// uid -> where the object lives.
@@ -134,15 +213,23 @@ struct Inner {
 /// The store shared by the server, the garbage collector and the watches.
 pub(crate) struct Store {
     inner: Mutex<Inner>,
-    history_len: usize,
+    limits: Limits,
     latest: tokio::sync::watch::Sender<u64>,
 }
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Store")
-            .field("history_len", &self.history_len)
+            .field("limits", &self.limits)
             .finish_non_exhaustive()
+    }
+}
+
+impl Event {
+    /// The bytes this event holds on to: its frame (which the stored
+    /// object's JSON is a slice of) and the version it replaced.
+    fn bytes(&self) -> usize {
+        self.frame.len() + self.prev.as_ref().map_or(0, |p| p.json.len())
     }
 }
 
@@ -176,20 +263,35 @@ pub(crate) fn event_frame(kind: EventType, object: &Stored) -> Bytes {
 }
 
 impl Store {
-    /// An empty store keeping `history_len` events for watch resumption.
-    pub(crate) fn new(history_len: usize) -> Self {
+    /// An empty store within `limits`.
+    pub(crate) fn new(limits: Limits) -> Self {
         let (latest, _) = tokio::sync::watch::channel(0);
         Store {
             inner: Mutex::new(Inner {
                 rv: 0,
                 tables: Vec::new(),
                 history: VecDeque::new(),
+                history_bytes: 0,
                 compacted: 0,
                 uids: HashMap::new(),
                 dependents: HashMap::new(),
             }),
-            history_len: history_len.max(1),
+            limits: Limits {
+                history_events: limits.history_events.max(1),
+                ..limits
+            },
             latest,
+        }
+    }
+
+    /// The watch history's size.
+    pub(crate) fn history(&self) -> WatchHistory {
+        let inner = self.inner.lock();
+        WatchHistory {
+            events: inner.history.len(),
+            bytes: inner.history_bytes,
+            oldest_resource_version: inner.compacted,
+            resource_version: inner.rv,
         }
     }
 
@@ -269,14 +371,15 @@ impl Store {
     }
 
     /// Commit `write` if the object's current resourceVersion is still
-    /// `expected` (`None`: the object must not exist).
+    /// `expected` (`None`: the object must not exist) and, unless it is a
+    /// delete, the object is not too large.
     pub(crate) fn commit(
         &self,
         resource: usize,
         key: &Key,
         expected: Option<u64>,
         write: Write,
-    ) -> Result<Arc<Stored>, Stale> {
+    ) -> Result<Arc<Stored>, Refused> {
         // Work that does not need the lock happens outside it: the summary
         // and the serialization here, freeing evicted history after.
         let (summary, encoded, put_owners) = match write {
@@ -286,20 +389,28 @@ impl Store {
             Write::PutEncoded(summary, encoded, owners) => (summary, encoded, Some(owners)),
             Write::Delete(mut last) => (Summary::of(&last), Encoded::new(&mut last), None),
         };
+        // A delete sends etcd no object, so only puts can be too large.
+        let limit = self.limits.max_object_bytes;
+        if put_owners.is_some() && encoded.size() > limit {
+            return Err(Refused::TooLarge {
+                size: encoded.size(),
+                limit,
+            });
+        }
         let mut evicted = Vec::new();
         let stored = {
             let mut guard = self.inner.lock();
             let inner = &mut *guard;
             let current = inner.table_mut(resource).get(key).cloned();
             if current.as_ref().map(|c| c.rv) != expected {
-                return Err(Stale);
+                return Err(Refused::Stale);
             }
             let rv = inner.rv + 1;
             let (kind, owners) = match (put_owners, &current) {
                 (Some(owners), Some(_)) => (EventType::Modified, owners),
                 (Some(owners), None) => (EventType::Added, owners),
                 (None, Some(c)) => (EventType::Deleted, c.owners.clone()),
-                (None, None) => return Err(Stale),
+                (None, None) => return Err(Refused::Stale),
             };
             // The stored JSON is a zero-copy slice of the watch frame.
             let (ev_frame, json) = encoded.frame(kind, rv);
@@ -318,7 +429,7 @@ impl Store {
                     .table_mut(resource)
                     .insert(key.clone(), stored.clone());
             }
-            inner.history.push_back(Arc::new(Event {
+            let event = Event {
                 rv,
                 resource,
                 key: key.clone(),
@@ -326,12 +437,20 @@ impl Store {
                 object: stored.clone(),
                 prev: current,
                 frame: ev_frame,
-            }));
-            while inner.history.len() > self.history_len {
-                if let Some(old) = inner.history.pop_front() {
-                    inner.compacted = old.rv;
-                    evicted.push(old);
-                }
+            };
+            inner.history_bytes += event.bytes();
+            inner.history.push_back(Arc::new(event));
+            // The newest event stays even if it alone is over the byte
+            // budget: a watch must be able to resume from the latest version.
+            while inner.history.len() > self.limits.history_events
+                || (inner.history_bytes > self.limits.history_bytes && inner.history.len() > 1)
+            {
+                let Some(old) = inner.history.pop_front() else {
+                    break;
+                };
+                inner.compacted = old.rv;
+                inner.history_bytes -= old.bytes();
+                evicted.push(old);
             }
             stored
         };
@@ -368,6 +487,30 @@ impl Store {
         } else {
             Ok(())
         }
+    }
+
+    /// Whether `resource` did not change after `since` up to `until`, so
+    /// that its state at `until` is its state at `since` (an exact list
+    /// at `since`). `Err` when `since` is older than the history can tell.
+    pub(crate) fn unchanged_since(
+        &self,
+        resource: ResourceId,
+        since: u64,
+        until: u64,
+    ) -> Result<bool, TooOld> {
+        let inner = self.inner.lock();
+        if since < inner.compacted {
+            return Err(TooOld {
+                oldest: inner.compacted,
+            });
+        }
+        Ok(inner
+            .history
+            .iter()
+            .rev()
+            .skip_while(|e| e.rv > until)
+            .take_while(|e| e.rv > since)
+            .all(|e| e.resource != resource))
     }
 }
 

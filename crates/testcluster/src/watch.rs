@@ -23,7 +23,8 @@ pub(crate) enum Start {
     After(u64),
     /// Synthetic ADDED events for the current state first; with
     /// `end_marker`, then a bookmark annotated `k8s.io/initial-events-end`.
-    Initial { end_marker: bool },
+    /// The state must be at least at version `at_least`.
+    Initial { end_marker: bool, at_least: u64 },
 }
 
 /// Re-encodes a stored object's watch frame for watchers that see objects
@@ -135,11 +136,19 @@ impl WatchSpec {
 /// The ERROR frame kube-apiserver sends when a watch starts from a version
 /// older than its history: kube's watcher relists on it.
 pub(crate) fn gone_frame(message: &str) -> Bytes {
-    let status = ApiError::gone(message).to_status();
-    let mut line = json!({"type": "ERROR", "object": status}).to_string();
+    error_frame(&ApiError::gone(message))
+}
+
+/// A watch ERROR frame carrying `error`'s `Status`, as kube-apiserver
+/// reports a watch that cannot be served once the request was accepted.
+fn error_frame(error: &ApiError) -> Bytes {
+    let mut line = json!({"type": "ERROR", "object": error.to_status()}).to_string();
     line.push('\n');
     Bytes::from(line)
 }
+
+/// A year: the deadline of a watch whose timeout cannot be added to now.
+const FAR: Duration = Duration::from_secs(365 * 24 * 3600);
 
 struct State {
     api: Arc<Api>,
@@ -159,7 +168,19 @@ pub(crate) fn watch(api: Arc<Api>, spec: WatchSpec) -> BoxStream<'static, Bytes>
     changes.borrow_and_update();
     let mut pending = VecDeque::new();
     let mut done = false;
+    let current = api.store.current_rv();
     let cursor = match spec.start {
+        // A version the store has not reached (the cluster restarted with
+        // a fresh store, the client saw a newer one elsewhere): the watch
+        // would stay silent until it is reached, so it gets kube-apiserver's
+        // "Too large resource version", which tells the client to relist.
+        Start::After(rv) | Start::Initial { at_least: rv, .. } if rv > current => {
+            pending.push_back(error_frame(&ApiError::too_large_resource_version(
+                rv, current,
+            )));
+            done = true;
+            rv
+        }
         Start::After(rv) => {
             if let Err(too_old) = api.store.check_watch_start(rv) {
                 pending.push_back(gone_frame(&format!(
@@ -170,7 +191,7 @@ pub(crate) fn watch(api: Arc<Api>, spec: WatchSpec) -> BoxStream<'static, Bytes>
             }
             rv
         }
-        Start::Initial { end_marker } => {
+        Start::Initial { end_marker, .. } => {
             let (items, rv) = api
                 .store
                 .list(spec.resource, spec.namespace.as_deref(), None);
@@ -187,9 +208,13 @@ pub(crate) fn watch(api: Arc<Api>, spec: WatchSpec) -> BoxStream<'static, Bytes>
         }
     };
     let now = Instant::now();
+    let deadline = now
+        .checked_add(spec.timeout)
+        .or_else(|| now.checked_add(FAR))
+        .unwrap_or(now);
     let state = State {
         closed: api.closed(),
-        deadline: now + spec.timeout,
+        deadline,
         next_bookmark: now + spec.bookmark_interval,
         api,
         spec,

@@ -167,10 +167,12 @@ impl FieldError {
         Self::new(ErrorType::NotSupported, field, value, detail)
     }
 
-    /// `field.TooLongMaxLength`.
+    /// `field.TooLong`: `max` is in bytes.
     pub fn too_long(field: impl Into<String>, value: BadValue, max: i64) -> Self {
-        let detail = if max >= 0 {
-            format!("may not be longer than {max}")
+        let detail = if max == 1 {
+            "may not be more than 1 byte".to_string()
+        } else if max >= 0 {
+            format!("may not be more than {max} bytes")
         } else {
             "value is too long".to_string()
         };
@@ -511,7 +513,7 @@ mod tests {
         let tl = FieldError::too_long("spec.name", BadValue::str("abcdef"), 5);
         assert_eq!(
             tl.to_string(),
-            "spec.name: Too long: may not be longer than 5"
+            "spec.name: Too long: may not be more than 5 bytes"
         );
         let m = FieldError::invalid(
             "spec.x",

@@ -797,7 +797,7 @@ mod tests {
         );
         assert_eq!(
             messages(&s, json!({"spec": {"replicas": 1, "image": "abcdefghij"}})),
-            vec!["spec.image: Too long: may not be longer than 8"]
+            vec!["spec.image: Too long: may not be more than 8 bytes"]
         );
     }
 

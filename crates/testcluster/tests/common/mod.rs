@@ -51,6 +51,14 @@ pub(crate) async fn create_pod(client: &Client, name: &str, labels: serde_json::
         .unwrap()
 }
 
+/// A client of `cluster` that does not retry (kube-client retries 429,
+/// 503 and 504 answers by default), for tests of those answers.
+pub(crate) fn client_without_retries(cluster: &TestCluster) -> Client {
+    let mut config = kube::Config::new(cluster.base_url().parse().unwrap());
+    config.default_retry = false;
+    Client::try_from(config).unwrap()
+}
+
 /// The API error of a failed call.
 pub(crate) fn api_error<T: std::fmt::Debug>(r: Result<T, kube::Error>) -> kube::core::Status {
     match r {
@@ -76,4 +84,53 @@ where
         );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
+}
+
+/// Send a request as it is (no client-side checks) and return the status
+/// and the body as JSON (`Null` when it is not JSON).
+pub(crate) async fn raw(
+    client: &Client,
+    method: &str,
+    uri: &str,
+    content_type: &str,
+    body: impl Into<Vec<u8>>,
+) -> (u16, serde_json::Value) {
+    use http_body_util::BodyExt;
+    let mut req = http::Request::builder().method(method).uri(uri);
+    if !content_type.is_empty() {
+        req = req.header(http::header::CONTENT_TYPE, content_type);
+    }
+    let req = req.body(kube::client::Body::from(body.into())).unwrap();
+    let resp = client.send(req).await.unwrap();
+    let status = resp.status().as_u16();
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null),
+    )
+}
+
+/// The first line of a streamed (watch) response, as JSON, with the
+/// response's status; `None` when the stream ends without one.
+pub(crate) async fn first_watch_event(
+    client: &Client,
+    uri: &str,
+) -> (u16, Option<serde_json::Value>) {
+    use http_body_util::BodyExt;
+    let req = http::Request::get(uri)
+        .body(kube::client::Body::from(Vec::new()))
+        .unwrap();
+    let resp = client.send(req).await.unwrap();
+    let status = resp.status().as_u16();
+    let mut body = resp.into_body();
+    let mut buf = Vec::new();
+    while let Some(frame) = body.frame().await {
+        if let Ok(data) = frame.unwrap().into_data() {
+            buf.extend_from_slice(&data);
+        }
+        if let Some(end) = buf.iter().position(|b| *b == b'\n') {
+            return (status, serde_json::from_slice(&buf[..end]).ok());
+        }
+    }
+    (status, None)
 }
