@@ -25,6 +25,8 @@
 //!   metrics registry for several controllers, leader election with a write
 //!   fence ([`LeaderFence`]), `/metrics` `/healthz` `/readyz`, graceful
 //!   drain, logging and the flags binaries share ([`ManagerArgs`]).
+//! - [`shard`] — sharded scale-out: replicas on a ring of Leases share the
+//!   owners by the hash of their UID, handed over without overlap.
 //!
 //! A reconcile gets the key, the owner as cached (or `None` once it is
 //! gone, so cleanup can run) and your context, and returns an [`Action`]:
@@ -136,6 +138,7 @@
 pub mod child;
 mod controller;
 pub mod manager;
+pub mod shard;
 
 pub use controller::{
     BuildError, Controller, ControllerBuilder, ControllerMetrics, LOW_PRIORITY, Owns, RunError,

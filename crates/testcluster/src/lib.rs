@@ -123,6 +123,7 @@ mod resources;
 mod selectors;
 mod semantics;
 mod server;
+mod shard_selector;
 mod stats;
 mod status;
 mod store;

@@ -1,6 +1,7 @@
 //! The HTTP layer: routes Kubernetes REST paths to the API operations.
 
 use crate::json::At;
+use crate::shard_selector::ShardSelector;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -696,6 +697,7 @@ fn list(
     let def = &target.def;
     let table = table_request(headers, params)?;
     let (labels, fields) = selectors(def, params)?;
+    let shard = ShardSelector::from_params(params)?;
     let start = match params.get("continue").filter(|c| !c.is_empty()) {
         Some(c) => Some(decode_continue(c)?),
         None => None,
@@ -707,9 +709,9 @@ fn list(
     let (items, rv) = api
         .store
         .list(def.storage, target.namespace, start.as_ref());
-    let mut matching = items
-        .into_iter()
-        .filter(|s| labels.matches_stored(s) && fields.matches_stored(s));
+    let mut matching = items.into_iter().filter(|s| {
+        labels.matches_stored(s) && fields.matches_stored(s) && shard.matches_stored(s)
+    });
     let page: Vec<Arc<Stored>> = match limit {
         Some(l) => matching.by_ref().take(l).collect(),
         None => matching.by_ref().collect(),
@@ -749,7 +751,9 @@ fn watch_response(
     info: &RequestInfo<'_>,
 ) -> Response<Body> {
     let def = &target.def;
-    let (labels, fields) = match selectors(def, params) {
+    let (labels, fields, shard) = match selectors(def, params)
+        .and_then(|(l, f)| Ok((l, f, ShardSelector::from_params(params)?)))
+    {
         Ok(s) => s,
         Err(e) => return e.into_response(),
     };
@@ -815,6 +819,7 @@ fn watch_response(
         namespace: target.namespace.map(str::to_string),
         labels,
         fields,
+        shard,
         start,
         bookmarks,
         timeout,

@@ -238,6 +238,7 @@ pub struct ControllerBuilder<'a, K> {
     read_own_writes: Option<Duration>,
     owner_deleted: Option<super::handlers::OwnerDeletedFn>,
     stale_skip: Option<super::StaleSkipFn>,
+    admission: Option<Arc<dyn super::Admission>>,
 }
 
 impl<K> fmt::Debug for ControllerBuilder<'_, K> {
@@ -283,7 +284,14 @@ impl<'a, K: Watchable> ControllerBuilder<'a, K> {
             read_own_writes: None,
             owner_deleted: None,
             stale_skip: None,
+            admission: None,
         }
+    }
+
+    /// Decides which keys may enter the queue (sharding's filter).
+    pub(crate) fn admission(mut self, admission: Arc<dyn super::Admission>) -> Self {
+        self.admission = Some(admission);
+        self
     }
 
     /// Names the controller: the queue's name and the `name` label of its
@@ -528,7 +536,7 @@ impl<'a, K: Watchable> ControllerBuilder<'a, K> {
         let expectations = Arc::new(ControllerExpectations::with_ttl(self.expectations_ttl));
         let context = Arc::new(Context::new(
             owners.clone(),
-            Enqueuer::new(queue.clone()),
+            Enqueuer::with_admission(queue.clone(), self.admission),
             Arc::clone(&expectations),
             consistency.clone(),
             self.owner_deleted,

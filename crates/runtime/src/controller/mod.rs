@@ -23,6 +23,7 @@ use ctrlkit_worker::{Action, Stopped, SyncError, Workers};
 use ctrlkit_workqueue::WorkQueue;
 
 pub use builder::{ControllerBuilder, Owns, Watches};
+pub(crate) use enqueue::Admission;
 pub use enqueue::LOW_PRIORITY;
 pub use error::{BuildError, RunError};
 pub use handlers::creation_id;
