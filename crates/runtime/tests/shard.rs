@@ -1,0 +1,410 @@
+//! Sharded controllers on the in-process test cluster: members of a ring
+//! split the owners, hand slots over when members die, join or leave, and
+//! a checker inside the reconcile asserts no owner is ever synced by two
+//! members at once. Real time with short leases (2 s): the protocol's
+//! safety does not depend on timing, only how soon slots move does.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use ctrlkit_informer::SharedInformerFactory;
+use ctrlkit_runtime::shard::{
+    CHECK_ANNOTATION, CLAIMS_ANNOTATION, RING_LABEL, SLOTS, ShardConfig, ShardError, ShardMember,
+    ShardMetrics, SlotSet,
+};
+use ctrlkit_runtime::{Action, Controller, ObjectKey};
+use ctrlkit_testcluster::{TestCluster, TestClusterConfig};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use kube::Api;
+use kube::api::{Patch, PatchParams, PostParams};
+use parking_lot::Mutex;
+use serde_json::json;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+type Error = Box<dyn std::error::Error + Send + Sync>;
+
+const RING: &str = "cms";
+const OWNERS: usize = 240;
+
+/// Who is syncing what, right now and so far.
+#[derive(Default)]
+struct Checker {
+    holders: Mutex<HashMap<ObjectKey, String>>,
+    violations: AtomicUsize,
+    /// The members that synced each owner, in order (consecutive repeats
+    /// collapsed).
+    history: Mutex<HashMap<ObjectKey, Vec<String>>>,
+}
+
+impl Checker {
+    fn violations(&self) -> usize {
+        self.violations.load(Ordering::SeqCst)
+    }
+
+    fn last_syncer(&self, key: &ObjectKey) -> Option<String> {
+        self.history.lock().get(key)?.last().cloned()
+    }
+}
+
+struct Ctx {
+    member: String,
+    checker: Arc<Checker>,
+}
+
+async fn reconcile(
+    key: ObjectKey,
+    _cm: Option<Arc<ConfigMap>>,
+    ctx: Arc<Ctx>,
+) -> Result<Action, Error> {
+    {
+        let mut holders = ctx.checker.holders.lock();
+        if let Some(other) = holders.insert(key.clone(), ctx.member.clone()) {
+            eprintln!(
+                "VIOLATION: {key} synced by {} while {other} syncs it",
+                ctx.member
+            );
+            ctx.checker.violations.fetch_add(1, Ordering::SeqCst);
+        }
+        let mut history = ctx.checker.history.lock();
+        let h = history.entry(key.clone()).or_default();
+        if h.last() != Some(&ctx.member) {
+            h.push(ctx.member.clone());
+        }
+    }
+    // Long enough for overlapping syncs to be caught.
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    ctx.checker.holders.lock().remove(&key);
+    Ok(Action::requeue_after(Duration::from_millis(700)))
+}
+
+struct Member {
+    member: ShardMember,
+    stop: CancellationToken,
+    factory: SharedInformerFactory,
+    ring: JoinHandle<Result<(), ShardError>>,
+    controller: JoinHandle<()>,
+}
+
+impl Member {
+    fn start(cluster: &TestCluster, namespace: &str, id: &str, checker: &Arc<Checker>) -> Self {
+        Self::start_with(cluster, namespace, id, checker, None)
+    }
+
+    fn start_with(
+        cluster: &TestCluster,
+        namespace: &str,
+        id: &str,
+        checker: &Arc<Checker>,
+        metrics: Option<&ShardMetrics>,
+    ) -> Self {
+        let client = cluster.client();
+        let mut config = ShardConfig::new(namespace, RING, id)
+            .lease_duration(Duration::from_secs(2))
+            .renew_deadline(Duration::from_millis(1500))
+            .renew_period(Duration::from_millis(250));
+        if let Some(m) = metrics {
+            config = config.metrics(m);
+        }
+        let member = ShardMember::new(config).unwrap();
+        let factory = SharedInformerFactory::new(client.clone());
+        let controller = Controller::<ConfigMap>::builder(&factory)
+            .name(format!("cm-{id}"))
+            .namespace("apps")
+            .workers(4)
+            .shard(&member)
+            .build()
+            .unwrap();
+        factory.start();
+        let stop = CancellationToken::new();
+        let ring = tokio::spawn(member.clone().run(client, stop.clone().cancelled_owned()));
+        let ctx = Arc::new(Ctx {
+            member: id.to_owned(),
+            checker: Arc::clone(checker),
+        });
+        let gated = member.gate(&controller, reconcile);
+        let run = controller.run(gated, ctx, stop.clone().cancelled_owned());
+        let controller = tokio::spawn(async move {
+            run.await.unwrap();
+        });
+        Self {
+            member,
+            stop,
+            factory,
+            ring,
+            controller,
+        }
+    }
+
+    /// As `kill -9`: nothing is released, the Lease is left to expire.
+    async fn kill(self) {
+        self.ring.abort();
+        self.controller.abort();
+        self.factory.cancellation_token().cancel();
+        let _ = self.ring.await;
+        let _ = self.controller.await;
+    }
+
+    /// A graceful stop: drain, release, delete the Lease.
+    async fn stop(self) {
+        self.stop.cancel();
+        self.controller.await.unwrap();
+        self.ring.await.unwrap().unwrap();
+        self.factory.cancellation_token().cancel();
+    }
+}
+
+async fn cluster_with_owners() -> TestCluster {
+    let cluster = TestCluster::start(TestClusterConfig::default())
+        .await
+        .unwrap();
+    let client = cluster.client();
+    for ns in ["apps", "other"] {
+        let namespace: Namespace =
+            serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap();
+        Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &namespace)
+            .await
+            .unwrap();
+    }
+    let cms: Api<ConfigMap> = Api::namespaced(client, "apps");
+    for i in 0..OWNERS {
+        let cm: ConfigMap =
+            serde_json::from_value(json!({"metadata": {"name": format!("owner-{i}")}})).unwrap();
+        cms.create(&PostParams::default(), &cm).await.unwrap();
+    }
+    cluster
+}
+
+/// Waits (real time, at most 30 s) until `cond` holds.
+async fn until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The members hold every slot between them, each a share.
+fn covers(members: &[&Member]) -> bool {
+    let mut all = SlotSet::empty();
+    for m in members {
+        let held = m.member.held_slots();
+        if held.is_empty() || !all.intersection(&held).is_empty() {
+            return false;
+        }
+        all = all.union(&held);
+    }
+    all == SlotSet::full()
+        && members
+            .iter()
+            .all(|m| m.member.stats().members == members.len())
+}
+
+async fn claims_on_leases(cluster: &TestCluster, namespace: &str) -> BTreeMap<String, String> {
+    let leases: Api<Lease> = Api::namespaced(cluster.client(), namespace);
+    leases
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|l| {
+            let a = l.metadata.annotations?;
+            Some((l.metadata.name?, a.get(CLAIMS_ANNOTATION)?.clone()))
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_members_split_the_owners_and_a_killed_members_slots_move_after_its_lease_expires() {
+    let cluster = cluster_with_owners().await;
+    let checker = Arc::new(Checker::default());
+    let mut registry = prometheus_client::registry::Registry::default();
+    let metrics = ShardMetrics::register(&mut registry);
+    let a = Member::start_with(&cluster, "default", "a", &checker, Some(&metrics));
+    let b = Member::start(&cluster, "default", "b", &checker);
+    let c = Member::start(&cluster, "default", "c", &checker);
+    until("the three members hold every slot", || {
+        covers(&[&a, &b, &c])
+    })
+    .await;
+    until("every member counts its owners", || {
+        [&a, &b, &c]
+            .iter()
+            .map(|m| m.member.stats().owners_held)
+            .sum::<usize>()
+            == OWNERS
+    })
+    .await;
+    for m in [&a, &b, &c] {
+        let stats = m.member.stats();
+        // A third of 240 each, give or take the hash's luck.
+        assert!(
+            (50..=110).contains(&stats.owners_held),
+            "{}: {stats:?}",
+            m.member.lease_name()
+        );
+        assert!((340..=342).contains(&stats.slots_held), "{stats:?}");
+    }
+    until("every owner was synced", || {
+        checker.history.lock().len() == OWNERS
+    })
+    .await;
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    assert!(
+        text.contains(r#"ctrlkit_shard_members{ring="cms",member="cms-a"} 3"#),
+        "{text}"
+    );
+    assert!(text.contains("ctrlkit_shard_syncs_total{"), "{text}");
+
+    // Kill c: its slots stay unsynced until its Lease expires, then move.
+    let c_slots = c.member.held_slots();
+    let orphaned: Vec<ObjectKey> = (0..OWNERS)
+        .map(|i| ObjectKey::new("apps", format!("owner-{i}")))
+        .filter(|k| checker.last_syncer(k).as_deref() == Some("c"))
+        .collect();
+    assert!(!orphaned.is_empty());
+    let killed = Instant::now();
+    c.kill().await;
+    until("a and b hold every slot", || covers(&[&a, &b])).await;
+    let moved_after = killed.elapsed();
+    // Not before the lease (2 s, counted from the last renewal seen, at
+    // most a renew period before the kill) could have expired.
+    assert!(
+        moved_after >= Duration::from_millis(1700),
+        "moved after {moved_after:?}"
+    );
+    assert!(
+        a.member
+            .held_slots()
+            .union(&b.member.held_slots())
+            .intersection(&c_slots)
+            == c_slots
+    );
+    until("c's owners are synced again", || {
+        orphaned
+            .iter()
+            .all(|k| matches!(checker.last_syncer(k).as_deref(), Some("a" | "b")))
+    })
+    .await;
+    assert_eq!(checker.violations(), 0);
+    a.stop().await;
+    b.stop().await;
+    assert_eq!(checker.violations(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_joining_member_gets_slots_only_after_they_are_acknowledged_and_a_leaving_one_hands_over_at_once()
+ {
+    let cluster = cluster_with_owners().await;
+    let checker = Arc::new(Checker::default());
+    let a = Member::start(&cluster, "default", "a", &checker);
+    let b = Member::start(&cluster, "default", "b", &checker);
+    until("a and b hold every slot", || covers(&[&a, &b])).await;
+
+    let c = Member::start(&cluster, "default", "c", &checker);
+    until("a, b and c hold every slot", || covers(&[&a, &b, &c])).await;
+    assert!(c.member.stats().slots_gained >= 340);
+    let released = a.member.stats().slots_released + b.member.stats().slots_released;
+    assert!(released >= 340, "a and b acknowledged {released} slots");
+    // The Leases say the same: disjoint claims that cover everything.
+    let claims = claims_on_leases(&cluster, "default").await;
+    let mut union = SlotSet::empty();
+    let mut total = 0;
+    for text in claims.values() {
+        let set: SlotSet = text.parse().unwrap();
+        total += set.len();
+        union = union.union(&set);
+    }
+    assert_eq!(union, SlotSet::full(), "{claims:?}");
+    assert!(total <= SLOTS + 4, "claims overlap: {claims:?}");
+
+    // A graceful leave: released and deleted, its slots move well before
+    // its lease could have expired.
+    let left = Instant::now();
+    c.stop().await;
+    until("a and b hold every slot again", || covers(&[&a, &b])).await;
+    assert!(left.elapsed() < Duration::from_secs(10));
+    assert!(
+        !claims_on_leases(&cluster, "default")
+            .await
+            .contains_key("cms-c")
+    );
+    assert_eq!(checker.violations(), 0);
+    a.stop().await;
+    b.stop().await;
+    assert_eq!(checker.violations(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hand_edited_and_foreign_leases_never_cause_double_syncs() {
+    let cluster = cluster_with_owners().await;
+    let checker = Arc::new(Checker::default());
+    let a = Member::start(&cluster, "default", "a", &checker);
+    let b = Member::start(&cluster, "default", "b", &checker);
+    until("a and b hold every slot", || covers(&[&a, &b])).await;
+    let leases: Api<Lease> = Api::namespaced(cluster.client(), "default");
+
+    // Someone rewrites b's claims by hand, without the check: the Lease
+    // counts as claiming everything, and b writes its own claims back.
+    let edit = json!({"metadata": {"annotations": {CLAIMS_ANNOTATION: "0-3"}}});
+    leases
+        .patch("cms-b", &PatchParams::default(), &Patch::Merge(&edit))
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let lease = leases.get("cms-b").await.unwrap();
+        let ann = lease.metadata.annotations.unwrap();
+        if ann.get(CLAIMS_ANNOTATION).map(String::as_str) != Some("0-3")
+            && ann.contains_key(CHECK_ANNOTATION)
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "b never rewrote its Lease");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    until("a and b hold every slot after the edit", || {
+        covers(&[&a, &b])
+    })
+    .await;
+
+    // A Lease labelled with the ring by hand, never renewed: a member with
+    // unreadable claims until it expires; then the ring is whole again.
+    let phantom: Lease = serde_json::from_value(json!({
+        "metadata": {"name": "cms-phantom", "labels": {RING_LABEL: RING}},
+        "spec": {"holderIdentity": "nobody", "leaseDurationSeconds": 1},
+    }))
+    .unwrap();
+    leases
+        .create(&PostParams::default(), &phantom)
+        .await
+        .unwrap();
+    until("a and b see the phantom", || a.member.stats().members == 3).await;
+    until("a and b hold every slot once the phantom expired", || {
+        covers(&[&a, &b])
+    })
+    .await;
+
+    // The same ring name in another namespace is another ring: it sees
+    // none of these members (a ring is namespace/name), and syncs the same
+    // owners (hence its own checker; see docs/sharding.md).
+    let x = Member::start(&cluster, "other", "x", &Arc::new(Checker::default()));
+    until("x alone holds every slot of its ring", || {
+        x.member.held_slots() == SlotSet::full() && x.member.stats().members == 1
+    })
+    .await;
+    assert_eq!(a.member.stats().members, 2);
+    x.kill().await;
+
+    a.stop().await;
+    b.stop().await;
+    assert_eq!(checker.violations(), 0);
+}
