@@ -55,6 +55,10 @@ impl Checker {
 struct Ctx {
     member: String,
     checker: Arc<Checker>,
+    /// How long each sync takes.
+    sync_time: Duration,
+    /// When a synced owner comes back.
+    requeue: Duration,
 }
 
 async fn reconcile(
@@ -77,10 +81,69 @@ async fn reconcile(
             h.push(ctx.member.clone());
         }
     }
+    // Ends the hold however the sync ends: a killed member's syncs are
+    // cancelled mid-way, and a dead process syncs nothing.
+    let _holding = Holding(Arc::clone(&ctx), key);
     // Long enough for overlapping syncs to be caught.
-    tokio::time::sleep(Duration::from_millis(5)).await;
-    ctx.checker.holders.lock().remove(&key);
-    Ok(Action::requeue_after(Duration::from_millis(700)))
+    tokio::time::sleep(ctx.sync_time).await;
+    Ok(Action::requeue_after(ctx.requeue))
+}
+
+struct Holding(Arc<Ctx>, ObjectKey);
+
+impl Drop for Holding {
+    fn drop(&mut self) {
+        let mut holders = self.0.checker.holders.lock();
+        if holders.get(&self.1) == Some(&self.0.member) {
+            holders.remove(&self.1);
+        }
+    }
+}
+
+/// How a member's controller works.
+#[derive(Clone, Copy)]
+struct Pace {
+    workers: usize,
+    sync_time: Duration,
+    requeue: Duration,
+}
+
+impl Pace {
+    const FAST: Pace = Pace {
+        workers: 4,
+        sync_time: Duration::from_millis(5),
+        requeue: Duration::from_millis(700),
+    };
+    /// Workers mostly busy: every handover happens with syncs in flight.
+    const SLOW: Pace = Pace {
+        workers: 16,
+        sync_time: Duration::from_millis(200),
+        requeue: Duration::from_secs(2),
+    };
+}
+
+/// Samples the members' busy slots (held, or still syncing) until
+/// stopped; counts the samples where two members' overlap.
+fn sample_overlaps(members: Vec<ShardMember>) -> (CancellationToken, JoinHandle<usize>) {
+    let stop = CancellationToken::new();
+    let done = stop.clone();
+    let task = tokio::spawn(async move {
+        let mut overlaps = 0;
+        while !done.is_cancelled() {
+            let busy: Vec<SlotSet> = members.iter().map(ShardMember::busy_slots).collect();
+            for (i, a) in busy.iter().enumerate() {
+                for b in &busy[i + 1..] {
+                    if !a.intersection(b).is_empty() {
+                        eprintln!("OVERLAP: {}", a.intersection(b));
+                        overlaps += 1;
+                    }
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        overlaps
+    });
+    (stop, task)
 }
 
 struct Member {
@@ -93,7 +156,12 @@ struct Member {
 
 impl Member {
     fn start(cluster: &TestCluster, namespace: &str, id: &str, checker: &Arc<Checker>) -> Self {
-        Self::start_with(cluster, namespace, id, checker, None)
+        Self::start_with(cluster, namespace, id, checker, None, Pace::FAST)
+    }
+
+    /// A member at [`Pace::SLOW`].
+    fn start_slow(cluster: &TestCluster, id: &str, checker: &Arc<Checker>) -> Self {
+        Self::start_with(cluster, "default", id, checker, None, Pace::SLOW)
     }
 
     fn start_with(
@@ -102,6 +170,7 @@ impl Member {
         id: &str,
         checker: &Arc<Checker>,
         metrics: Option<&ShardMetrics>,
+        pace: Pace,
     ) -> Self {
         let client = cluster.client();
         let mut config = ShardConfig::new(namespace, RING, id)
@@ -116,7 +185,7 @@ impl Member {
         let controller = Controller::<ConfigMap>::builder(&factory)
             .name(format!("cm-{id}"))
             .namespace("apps")
-            .workers(4)
+            .workers(pace.workers)
             .shard(&member)
             .build()
             .unwrap();
@@ -126,6 +195,8 @@ impl Member {
         let ctx = Arc::new(Ctx {
             member: id.to_owned(),
             checker: Arc::clone(checker),
+            sync_time: pace.sync_time,
+            requeue: pace.requeue,
         });
         let gated = member.gate(&controller, reconcile);
         let run = controller.run(gated, ctx, stop.clone().cancelled_owned());
@@ -227,7 +298,14 @@ async fn three_members_split_the_owners_and_a_killed_members_slots_move_after_it
     let checker = Arc::new(Checker::default());
     let mut registry = prometheus_client::registry::Registry::default();
     let metrics = ShardMetrics::register(&mut registry);
-    let a = Member::start_with(&cluster, "default", "a", &checker, Some(&metrics));
+    let a = Member::start_with(
+        &cluster,
+        "default",
+        "a",
+        &checker,
+        Some(&metrics),
+        Pace::FAST,
+    );
     let b = Member::start(&cluster, "default", "b", &checker);
     let c = Member::start(&cluster, "default", "c", &checker);
     until("the three members hold every slot", || {
@@ -305,11 +383,18 @@ async fn a_joining_member_gets_slots_only_after_they_are_acknowledged_and_a_leav
  {
     let cluster = cluster_with_owners().await;
     let checker = Arc::new(Checker::default());
-    let a = Member::start(&cluster, "default", "a", &checker);
-    let b = Member::start(&cluster, "default", "b", &checker);
+    let a = Member::start_slow(&cluster, "a", &checker);
+    let b = Member::start_slow(&cluster, "b", &checker);
     until("a and b hold every slot", || covers(&[&a, &b])).await;
+    // Workers busy with every owner: c joins with syncs in flight.
+    until("every owner was synced", || {
+        checker.history.lock().len() == OWNERS
+    })
+    .await;
 
-    let c = Member::start(&cluster, "default", "c", &checker);
+    let c = Member::start_slow(&cluster, "c", &checker);
+    let (sampling, sampler) =
+        sample_overlaps(vec![a.member.clone(), b.member.clone(), c.member.clone()]);
     until("a, b and c hold every slot", || covers(&[&a, &b, &c])).await;
     assert!(c.member.stats().slots_gained >= 340);
     let released = a.member.stats().slots_released + b.member.stats().slots_released;
@@ -337,6 +422,8 @@ async fn a_joining_member_gets_slots_only_after_they_are_acknowledged_and_a_leav
             .await
             .contains_key("cms-c")
     );
+    sampling.cancel();
+    assert_eq!(sampler.await.unwrap(), 0, "busy slots overlapped");
     assert_eq!(checker.violations(), 0);
     a.stop().await;
     b.stop().await;

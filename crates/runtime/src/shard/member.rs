@@ -294,6 +294,14 @@ impl ShardMember {
         self.inner.state.lock().active
     }
 
+    /// The slots the member may be syncing now: those it holds, and those
+    /// it gave up whose syncs are still running. Members' busy slots never
+    /// overlap; that is the protocol's invariant.
+    pub fn busy_slots(&self) -> SlotSet {
+        let state = self.inner.state.lock();
+        state.active.union(&state.in_flight())
+    }
+
     /// Whether the owner with this UID is synced by this member now.
     pub fn holds_uid(&self, uid: &str) -> bool {
         self.inner.state.lock().active.contains_uid(uid)
