@@ -14,6 +14,9 @@ use super::member::{Attached, ShardMember};
 use crate::controller::Admission;
 use crate::{Controller, ControllerBuilder, LOW_PRIORITY, Watchable};
 
+/// A gated reconcile's future.
+type Gated<E> = BoxFuture<'static, Result<Action, E>>;
+
 /// The builder's admission seam, answered by the member.
 struct ShardAdmission(ShardMember);
 
@@ -53,10 +56,7 @@ impl ShardMember {
         &self,
         controller: &Controller<K>,
         reconcile: R,
-    ) -> impl Fn(ObjectKey, Option<Arc<K>>, Arc<Ctx>) -> BoxFuture<'static, Result<Action, E>>
-    + Send
-    + Sync
-    + 'static
+    ) -> impl Fn(ObjectKey, Option<Arc<K>>, Arc<Ctx>) -> Gated<E> + Send + Sync + 'static
     where
         K: Watchable,
         R: Fn(ObjectKey, Option<Arc<K>>, Arc<Ctx>) -> Fut + Send + Sync + 'static,
