@@ -376,6 +376,21 @@ impl ShardMember {
         self.inner.attached.lock().push(attached);
     }
 
+    /// Makes `slot` active without the protocol (unit tests).
+    #[cfg(test)]
+    pub(crate) fn hold_for_test(&self, slot: usize) {
+        self.inner.state.lock().active.insert(slot);
+    }
+
+    /// Tells the attached controllers `slots` were gained (unit tests);
+    /// returns the owners they hold in them.
+    #[cfg(test)]
+    pub(crate) fn gained_for_test(&self, slots: &SlotSet) -> usize {
+        let attached = self.inner.attached.lock();
+        attached.iter().for_each(|a| (a.requeue)(slots));
+        attached.iter().map(|a| (a.count)(slots)).sum()
+    }
+
     /// Takes part in the ring until `shutdown` completes: creates and
     /// renews the member's Lease, watches the ring's Leases, and hands
     /// slots over as members come and go. On shutdown it stops syncing,
