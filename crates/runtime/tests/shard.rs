@@ -495,3 +495,63 @@ async fn hand_edited_and_foreign_leases_never_cause_double_syncs() {
     b.stop().await;
     assert_eq!(checker.violations(), 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renewals_failing_intermittently_fence_members_but_never_double_sync() {
+    use ctrlkit_testcluster::faults::{ErrorKind, ErrorRule, FaultConfig};
+
+    let cluster = cluster_with_owners().await;
+    let checker = Arc::new(Checker::default());
+    let a = Member::start(&cluster, "default", "a", &checker);
+    let b = Member::start(&cluster, "default", "b", &checker);
+    let c = Member::start(&cluster, "default", "c", &checker);
+    until("the three members hold every slot", || {
+        covers(&[&a, &b, &c])
+    })
+    .await;
+    let (sampling, sampler) =
+        sample_overlaps(vec![a.member.clone(), b.member.clone(), c.member.clone()]);
+
+    let gained = || -> u64 {
+        [&a, &b, &c]
+            .iter()
+            .map(|m| m.member.stats().slots_gained)
+            .sum()
+    };
+    let gained_before = gained();
+    // Every Lease write fails for longer than the renew deadline: all
+    // members stop everything (and look expired to each other); then most
+    // writes fail for a while, so members come back one by one, hand slots
+    // to each other and now and then miss a renewal.
+    let leases_failing = |rate: f64| FaultConfig {
+        errors: vec![ErrorRule {
+            verb: Some("patch".into()),
+            resource: Some("leases".into()),
+            rate,
+            kind: ErrorKind::InternalError,
+        }],
+        ..FaultConfig::default()
+    };
+    cluster.faults().set_config(leases_failing(1.0));
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    cluster.faults().set_config(leases_failing(0.8));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    cluster.faults().clear();
+
+    until("the ring is whole again", || covers(&[&a, &b, &c])).await;
+    sampling.cancel();
+    assert_eq!(sampler.await.unwrap(), 0, "busy slots overlapped");
+    let failures: u64 = [&a, &b, &c]
+        .iter()
+        .map(|m| m.member.stats().renew_failures)
+        .sum();
+    assert!(failures > 10, "{failures} failed renewals");
+    // Every slot stopped and started again, through the protocol.
+    let moved = gained() - gained_before;
+    eprintln!("slots gained during the faults: {moved}");
+    assert!(moved >= SLOTS as u64, "only {moved} slots restarted");
+    for m in [a, b, c] {
+        m.stop().await;
+    }
+    assert_eq!(checker.violations(), 0);
+}
