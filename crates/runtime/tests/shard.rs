@@ -533,7 +533,20 @@ async fn renewals_failing_intermittently_fence_members_but_never_double_sync() {
         ..FaultConfig::default()
     };
     cluster.faults().set_config(leases_failing(1.0));
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let cut_off = Instant::now();
+    until(
+        "every member stopped syncing (renew deadline passed)",
+        || {
+            [&a, &b, &c]
+                .iter()
+                .all(|m| m.member.busy_slots().is_empty())
+        },
+    )
+    .await;
+    // Not before the renew deadline (1.5 s after the last renewal sent,
+    // at most a renew period before the cut).
+    assert!(cut_off.elapsed() >= Duration::from_millis(1200));
+    tokio::time::sleep(Duration::from_millis(1000)).await;
     cluster.faults().set_config(leases_failing(0.8));
     tokio::time::sleep(Duration::from_secs(2)).await;
     cluster.faults().clear();
