@@ -32,7 +32,7 @@
 //! use k8s_openapi::api::apps::v1::ReplicaSet;
 //! use tokio_util::sync::CancellationToken;
 //!
-//! async fn reconcile(_: ObjectKey, _: Option<Arc<ReplicaSet>>, _: Arc<()>) -> Result<Action, kube::Error> {
+//! async fn reconcile(_: ObjectKey, _: Option<Arc<ReplicaSet>>, _: Arc<()>) -> Result<Action, String> {
 //!     Ok(Action::done())
 //! }
 //!
