@@ -334,6 +334,34 @@ async fn three_members_split_the_owners_and_a_killed_members_slots_move_after_it
         checker.history.lock().len() == OWNERS
     })
     .await;
+    // A member's slots as a KEP-5866 shardSelector: the test cluster lists
+    // exactly the owners the member holds.
+    for m in [&a, &b, &c] {
+        let selector: String = m
+            .member
+            .held_slots()
+            .shard_selector()
+            .bytes()
+            .map(|b| match b {
+                b'a'..=b'z' | b'0'..=b'9' | b'.' => (b as char).to_string(),
+                _ => format!("%{b:02X}"),
+            })
+            .collect();
+        let uri = format!("/api/v1/namespaces/apps/configmaps?shardSelector={selector}");
+        let body = cluster
+            .client()
+            .request_text(http::Request::get(uri).body(Vec::new()).unwrap())
+            .await
+            .unwrap();
+        let listed: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let listed = listed["items"].as_array().unwrap().len();
+        assert_eq!(
+            listed,
+            m.member.stats().owners_held,
+            "{}",
+            m.member.lease_name()
+        );
+    }
     let mut text = String::new();
     prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
     assert!(
