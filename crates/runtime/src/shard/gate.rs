@@ -48,9 +48,12 @@ impl ShardMember {
     /// a slot up only after its syncs finished. A deleted owner is placed
     /// by the UID its delete event carried.
     ///
-    /// Also attaches the controller: when the member gains slots, the
-    /// cached owners in them are queued (their events were dropped while
-    /// another member held them), and its `owners held` figure counts this
+    /// Also attaches the controller: a slot the member gains starts only
+    /// once this controller's caches reflect the ring's newest Lease
+    /// version (at most [`ShardConfig::catch_up_timeout`](super::ShardConfig::catch_up_timeout)),
+    /// so they show every child the previous holder created; then the
+    /// cached owners in it are queued (their events were dropped while
+    /// another member held them). Its `owners held` figure counts this
     /// controller's cache.
     pub fn gate<K, R, Fut, E, Ctx>(
         &self,
@@ -66,6 +69,7 @@ impl ShardMember {
     {
         let (store, queue) = (controller.store(), controller.queue().clone());
         let counted = controller.store();
+        let caches = controller.clone();
         self.attach(Attached {
             requeue: Box::new(move |slots| {
                 for owner in store.list() {
@@ -94,6 +98,7 @@ impl ShardMember {
                     })
                     .count()
             }),
+            caught_up: Box::new(move |rv| caches.caches_observed(rv)),
         });
         let member = self.clone();
         move |key: ObjectKey, owner: Option<Arc<K>>, ctx: Arc<Ctx>| {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use ctrlkit_informer::{DeletedObject, EventHandler, Informer, ObjectKey};
+use ctrlkit_informer::{CompareError, DeletedObject, EventHandler, Informer, ObjectKey};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
@@ -37,6 +37,7 @@ pub struct ShardConfig {
     lease_duration: Duration,
     renew_deadline: Duration,
     renew_period: Duration,
+    catch_up_timeout: Duration,
     metrics: Option<ShardMetrics>,
 }
 
@@ -57,6 +58,7 @@ impl ShardConfig {
             lease_duration: Duration::from_secs(15),
             renew_deadline: Duration::from_secs(10),
             renew_period: Duration::from_secs(2),
+            catch_up_timeout: Duration::from_secs(3),
             metrics: None,
         }
     }
@@ -79,6 +81,24 @@ impl ShardConfig {
     /// deadline.
     pub fn renew_period(mut self, d: Duration) -> Self {
         self.renew_period = d;
+        self
+    }
+
+    /// How long a gained slot waits, at most, for the attached
+    /// controllers' caches to catch up with the ring (3 s by default).
+    ///
+    /// Before it syncs a slot it gained, a member waits until every cache
+    /// of every [gated](ShardMember::gate) controller reflects the newest
+    /// Lease version it has seen, which is at or after the previous
+    /// holder's acknowledgement; the previous holder finished its syncs
+    /// before that write, so the caches then show every child it created
+    /// and the member does not create them again. A cache only moves on
+    /// when one of its objects changes, so in a quiet cluster the wait
+    /// ends at this timeout: the slot then starts anyway (*fails open*),
+    /// with a warning and `ctrlkit_shard_catch_up_timeouts_total`. Zero
+    /// starts gained slots at once.
+    pub fn catch_up_timeout(mut self, d: Duration) -> Self {
+        self.catch_up_timeout = d;
         self
     }
 
@@ -156,6 +176,9 @@ pub struct ShardStats {
     pub syncs_skipped: u64,
     /// Failed Lease writes.
     pub renew_failures: u64,
+    /// Gained slots started before the caches caught up with the ring
+    /// (see [`ShardConfig::catch_up_timeout`]).
+    pub catch_up_timeouts: u64,
 }
 
 #[derive(Default)]
@@ -165,6 +188,7 @@ struct Counters {
     syncs: AtomicU64,
     skipped: AtomicU64,
     renew_failures: AtomicU64,
+    catch_up_timeouts: AtomicU64,
     owners_held: AtomicU64,
     members: AtomicU64,
 }
@@ -191,10 +215,20 @@ impl State {
 }
 
 /// A controller attached to a member: how to queue its owners of newly
-/// gained slots, and count the owners held.
+/// gained slots, count the owners held, and tell whether its caches
+/// reflect a resourceVersion.
 pub(crate) struct Attached {
     pub(crate) requeue: Box<dyn Fn(&SlotSet) + Send + Sync>,
     pub(crate) count: Box<dyn Fn(&SlotSet) -> usize + Send + Sync>,
+    pub(crate) caught_up: Box<dyn Fn(&str) -> Result<bool, CompareError> + Send + Sync>,
+}
+
+/// Gained slots waiting for the attached caches to reflect `target`, the
+/// newest Lease version seen when the protocol let them start.
+struct CatchUp {
+    slots: SlotSet,
+    target: Option<String>,
+    deadline: Instant,
 }
 
 pub(crate) struct Inner {
@@ -319,6 +353,7 @@ impl ShardMember {
             syncs: c.syncs.load(Ordering::Relaxed),
             syncs_skipped: c.skipped.load(Ordering::Relaxed),
             renew_failures: c.renew_failures.load(Ordering::Relaxed),
+            catch_up_timeouts: c.catch_up_timeouts.load(Ordering::Relaxed),
         }
     }
 
@@ -427,6 +462,7 @@ impl ShardMember {
 
         let mut shutdown = std::pin::pin!(shutdown);
         let mut handover = Handover::default();
+        let mut catching_up: Vec<CatchUp> = Vec::new();
         let mut published: Option<(SlotSet, String)> = None;
         let mut last_ok: Option<Instant> = None;
         let mut next_renew = Instant::now();
@@ -443,7 +479,15 @@ impl ShardMember {
                 }
             }
             was_fenced = fenced;
-            self.step(&mut handover, &published, fenced, now);
+            let lease_rv = informer.last_sync_resource_version();
+            self.step(
+                &mut handover,
+                &mut catching_up,
+                lease_rv,
+                &published,
+                fenced,
+                now,
+            );
 
             let due = now >= next_renew || published.as_ref().map(|p| p.0) != Some(handover.claims);
             if due && now >= retry_at {
@@ -479,9 +523,14 @@ impl ShardMember {
 
     /// One step of the protocol, with the state locked so no sync starts
     /// between reading what is in flight and changing what is active.
+    /// Slots the protocol starts wait in `catching_up` until the attached
+    /// caches reflect `lease_rv` (the newest Lease version seen) or the
+    /// catch-up timeout passes.
     fn step(
         &self,
         handover: &mut Handover,
+        catching_up: &mut Vec<CatchUp>,
+        lease_rv: Option<String>,
         published: &Option<(SlotSet, String)>,
         fenced: bool,
         now: Instant,
@@ -517,15 +566,28 @@ impl ShardMember {
                 in_flight: state.in_flight(),
                 fenced,
             });
-            state.active = handover.active;
+            if !changes.started.is_empty() {
+                catching_up.push(CatchUp {
+                    slots: changes.started,
+                    target: lease_rv,
+                    deadline: now + config.catch_up_timeout,
+                });
+            }
+            for c in catching_up.iter_mut() {
+                c.slots = c.slots.intersection(&handover.active);
+            }
+            catching_up.retain(|c| !c.slots.is_empty());
+            state.active = handover.active.minus(&waiting(catching_up));
             let active = state.active;
             state.uids.retain(|_, uid| active.contains_uid(uid));
             changes
         };
-        if !changes.started.is_empty() {
-            tracing::info!(ring = %config.ring, member = %inner.lease_name, slots = %changes.started, "started syncing slots");
+        let started = self.caught_up(catching_up, now);
+        if !started.is_empty() {
+            inner.state.lock().active = handover.active.minus(&waiting(catching_up));
+            tracing::info!(ring = %config.ring, member = %inner.lease_name, slots = %started, "started syncing slots");
             for a in inner.attached.lock().iter() {
-                (a.requeue)(&changes.started);
+                (a.requeue)(&started);
             }
         }
         if !changes.stopped.is_empty() {
@@ -544,8 +606,7 @@ impl ShardMember {
             .map(|a| (a.count)(&handover.active))
             .sum();
         let c = &inner.counters;
-        c.gained
-            .fetch_add(changes.started.len() as u64, Ordering::Relaxed);
+        c.gained.fetch_add(started.len() as u64, Ordering::Relaxed);
         c.released
             .fetch_add(changes.released.len() as u64, Ordering::Relaxed);
         c.owners_held.store(owners as u64, Ordering::Relaxed);
@@ -564,7 +625,7 @@ impl ShardMember {
                 .get_or_create(l)
                 .set(snapshot.invalid.len() as i64);
             for (direction, n) in [
-                ("gained", changes.started.len()),
+                ("gained", started.len()),
                 ("released", changes.released.len()),
             ] {
                 if n > 0 {
@@ -578,6 +639,50 @@ impl ShardMember {
                 }
             }
         }
+    }
+
+    /// Takes out of `catching_up` the slots whose caches caught up, or
+    /// whose wait timed out (failing open, with a warning); returns them.
+    fn caught_up(&self, catching_up: &mut Vec<CatchUp>, now: Instant) -> SlotSet {
+        let inner = &self.inner;
+        let config = &inner.config;
+        let attached = inner.attached.lock();
+        let mut started = SlotSet::empty();
+        catching_up.retain(|c| {
+            let Some(target) = c.target.as_deref() else {
+                return start_now(&mut started, &c.slots);
+            };
+            let mut ready = Ok(true);
+            for a in attached.iter() {
+                match (a.caught_up)(target) {
+                    Ok(true) => {}
+                    other => {
+                        ready = other;
+                        break;
+                    }
+                }
+            }
+            match ready {
+                Ok(true) => start_now(&mut started, &c.slots),
+                Ok(false) if now < c.deadline => true,
+                Ok(false) => {
+                    tracing::warn!(ring = %config.ring, member = %inner.lease_name, slots = %c.slots, resource_version = %target, timeout = ?config.catch_up_timeout, "the caches did not reach the ring's resourceVersion in time (a quiet cache, or a lagging watch): starting the gained slots anyway");
+                    inner
+                        .counters
+                        .catch_up_timeouts
+                        .fetch_add(1, Ordering::Relaxed);
+                    if let Some(m) = &config.metrics {
+                        m.catch_up_timeouts.get_or_create(&inner.labels).inc();
+                    }
+                    start_now(&mut started, &c.slots)
+                }
+                Err(error) => {
+                    tracing::warn!(ring = %config.ring, member = %inner.lease_name, slots = %c.slots, error = &error as &dyn std::error::Error, "cannot order resourceVersions: starting the gained slots without waiting for the caches");
+                    start_now(&mut started, &c.slots)
+                }
+            }
+        });
+        started
     }
 
     /// Leaves the ring: stop, drain, unclaim, delete the Lease.
@@ -622,6 +727,20 @@ impl ShardMember {
         tracing::info!(ring = %config.ring, member = %inner.lease_name, "left the shard ring");
         Ok(())
     }
+}
+
+/// The slots still waiting for their caches.
+fn waiting(catching_up: &[CatchUp]) -> SlotSet {
+    catching_up
+        .iter()
+        .fold(SlotSet::empty(), |all, c| all.union(&c.slots))
+}
+
+/// Adds `slots` to `started`; returns `false`, so `retain` drops the
+/// entry that held them.
+fn start_now(started: &mut SlotSet, slots: &SlotSet) -> bool {
+    *started = started.union(slots);
+    false
 }
 
 /// Writes the member's Lease (creating it if missing); returns the new

@@ -38,6 +38,7 @@ pub(crate) struct HandoverLabels {
 /// | `ctrlkit_shard_renew_failures_total` | counter | Lease writes that failed |
 /// | `ctrlkit_shard_fenced_total` | counter | times the member stopped everything for want of renewals |
 /// | `ctrlkit_shard_invalid_leases` | gauge | ring Leases with unreadable or hand-edited claims |
+/// | `ctrlkit_shard_catch_up_timeouts_total` | counter | gained slots started before the caches caught up with the ring (failed open) |
 #[derive(Clone, Debug, Default)]
 pub struct ShardMetrics {
     pub(crate) owners_held: Family<MemberLabels, Gauge>,
@@ -49,6 +50,7 @@ pub struct ShardMetrics {
     pub(crate) renew_failures: Family<MemberLabels, Counter>,
     pub(crate) fenced: Family<MemberLabels, Counter>,
     pub(crate) invalid_leases: Family<MemberLabels, Gauge>,
+    pub(crate) catch_up_timeouts: Family<MemberLabels, Counter>,
 }
 
 impl ShardMetrics {
@@ -92,6 +94,11 @@ impl ShardMetrics {
             "invalid_leases",
             "Ring Leases whose claims are unreadable or edited by hand",
             m.invalid_leases.clone(),
+        );
+        r.register(
+            "catch_up_timeouts",
+            "Gained slots started before the caches reached the ring's resourceVersion",
+            m.catch_up_timeouts.clone(),
         );
         m
     }
