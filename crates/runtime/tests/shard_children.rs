@@ -1,0 +1,438 @@
+//! Sharded controllers that create children, on the in-process test
+//! cluster: a handover must not make the gaining member create again the
+//! children the previous holder created just before it let go, even when
+//! the gaining member's child watch lags; and three members split the
+//! owners, each creating only its owners' children, a killed member's
+//! owners being taken over without a child created twice.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ctrlkit_expectations::ControllerExpectations;
+use ctrlkit_informer::{Informer, SharedInformerFactory, Store};
+use ctrlkit_runtime::child::{ChildControl, KubeChildControl, controller_ref_for};
+use ctrlkit_runtime::shard::{ShardConfig, ShardError, ShardMember, SlotSet};
+use ctrlkit_runtime::{Action, Controller, ObjectKey, Owns, creation_id};
+use ctrlkit_testcluster::{TestCluster, TestClusterConfig};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::watcher;
+use kube::{Api, Resource};
+use parking_lot::Mutex;
+use serde_json::json;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+type Error = Box<dyn std::error::Error + Send + Sync>;
+
+const RING: &str = "rs";
+const NS: &str = "apps";
+const CHILDREN: usize = 3;
+
+struct Ctx {
+    member: String,
+    pods: KubeChildControl<Pod>,
+    cache: Store<Pod>,
+    expectations: Arc<ControllerExpectations>,
+    /// Pods created, by owner UID, by every member.
+    creates: Arc<Mutex<HashMap<String, usize>>>,
+    /// Owners each member synced.
+    synced: Arc<Mutex<HashMap<ObjectKey, String>>>,
+}
+
+/// Keeps three pods per ConfigMap owner, as a ReplicaSet controller does:
+/// expectations for its own creations, the cache for everything else.
+async fn reconcile(
+    key: ObjectKey,
+    owner: Option<Arc<ConfigMap>>,
+    ctx: Arc<Ctx>,
+) -> Result<Action, Error> {
+    let Some(owner) = owner else {
+        return Ok(Action::done());
+    };
+    ctx.synced.lock().insert(key.clone(), ctx.member.clone());
+    let exp_key = key.to_string();
+    if !ctx.expectations.satisfied(&exp_key) {
+        return Ok(Action::done());
+    }
+    let uid = owner.meta().uid.clone().unwrap_or_default();
+    let have = ctx.cache.by_controller(&key.namespace, &uid, false)?.len();
+    let missing = CHILDREN.saturating_sub(have);
+    if missing == 0 {
+        return Ok(Action::done());
+    }
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"generateName": format!("{}-", key.name)},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+    }))?;
+    let cref = controller_ref_for(owner.as_ref()).ok_or("owner without UID")?;
+    ctx.expectations.expect_tracked_creations(&exp_key, missing);
+    for _ in 0..missing {
+        match ctx
+            .pods
+            .create(&key.namespace, &pod, &owner.object_ref(&()), &cref)
+            .await
+        {
+            Ok(created) => {
+                *ctx.creates.lock().entry(uid.clone()).or_default() += 1;
+                ctx.expectations
+                    .record_creation(&exp_key, &creation_id(&created));
+            }
+            Err(e) => {
+                ctx.expectations.lower(&exp_key, 1, 0);
+                return Err(e.into());
+            }
+        }
+    }
+    Ok(Action::done())
+}
+
+struct Member {
+    member: ShardMember,
+    factory: SharedInformerFactory,
+    stop: CancellationToken,
+    ring: JoinHandle<Result<(), ShardError>>,
+    controller: JoinHandle<()>,
+    /// Feeds a lagging pod cache, if the member has one.
+    feeder: Option<JoinHandle<()>>,
+}
+
+struct Shared {
+    creates: Arc<Mutex<HashMap<String, usize>>>,
+    synced: Arc<Mutex<HashMap<ObjectKey, String>>>,
+}
+
+impl Member {
+    /// Member `id`; with `pod_lag`, its pod cache shows each pod event
+    /// that long after the API server sent it (a watch that lags).
+    fn start(
+        cluster: &TestCluster,
+        id: &str,
+        shared: &Shared,
+        catch_up: Duration,
+        pod_lag: Option<Duration>,
+    ) -> Self {
+        let client = cluster.client();
+        let member = ShardMember::new(
+            ShardConfig::new("default", RING, id)
+                .lease_duration(Duration::from_secs(2))
+                .renew_deadline(Duration::from_millis(1500))
+                .renew_period(Duration::from_millis(250))
+                .catch_up_timeout(catch_up),
+        )
+        .unwrap();
+        let factory = SharedInformerFactory::new(client.clone());
+        let mut owns = Owns::<ConfigMap, Pod>::new();
+        let mut feeder = None;
+        if let Some(lag) = pod_lag {
+            let pods = Informer::<Pod>::manual().build();
+            owns = owns.informer(pods.clone());
+            let api: Api<Pod> = Api::namespaced(client.clone(), NS);
+            // One task stamps each event as it arrives, another applies it
+            // `lag` later, in order.
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+            let reader = tokio::spawn(async move {
+                let events = watcher(api, watcher::Config::default());
+                let mut events = std::pin::pin!(events);
+                while let Some(event) = events.next().await {
+                    if let Ok(event) = event
+                        && tx.send((Instant::now() + lag, event)).is_err()
+                    {
+                        break;
+                    }
+                }
+            });
+            feeder = Some(tokio::spawn(async move {
+                let _reader = AbortOnDrop(reader);
+                while let Some((due, event)) = rx.recv().await {
+                    tokio::time::sleep_until(due).await;
+                    pods.apply_event(event);
+                }
+            }));
+        }
+        let controller = Controller::<ConfigMap>::builder(&factory)
+            .name(format!("rs-{id}"))
+            .namespace(NS)
+            .owns_with(owns)
+            .workers(4)
+            .shard(&member)
+            .build()
+            .unwrap();
+        factory.start();
+        let stop = CancellationToken::new();
+        // Join the ring once the caches synced, so the workers run as soon
+        // as slots arrive (as a deployment's readiness gate would).
+        let ring = {
+            let (member, controller, client) = (member.clone(), controller.clone(), client.clone());
+            let stop = stop.clone();
+            tokio::spawn(async move {
+                tokio::select! {
+                    synced = controller.wait_for_cache_sync() => synced.unwrap(),
+                    () = stop.cancelled() => return Ok(()),
+                }
+                member.run(client, stop.cancelled_owned()).await
+            })
+        };
+        let ctx = Arc::new(Ctx {
+            member: id.to_owned(),
+            pods: KubeChildControl::new(client, format!("rs-{id}")),
+            cache: controller.store_of::<Pod>().unwrap(),
+            expectations: Arc::clone(controller.expectations()),
+            creates: Arc::clone(&shared.creates),
+            synced: Arc::clone(&shared.synced),
+        });
+        let gated = member.gate(&controller, reconcile);
+        let run = controller.run(gated, ctx, stop.clone().cancelled_owned());
+        let controller = tokio::spawn(async move {
+            run.await.unwrap();
+        });
+        Self {
+            member,
+            factory,
+            stop,
+            ring,
+            controller,
+            feeder,
+        }
+    }
+
+    /// As `kill -9`: nothing is released, the Lease is left to expire.
+    async fn kill(self) {
+        self.ring.abort();
+        self.controller.abort();
+        self.factory.cancellation_token().cancel();
+        let _ = self.ring.await;
+        let _ = self.controller.await;
+        if let Some(f) = self.feeder {
+            f.abort();
+        }
+    }
+
+    async fn stop(self) {
+        self.stop.cancel();
+        self.controller.await.unwrap();
+        self.ring.await.unwrap().unwrap();
+        self.factory.cancellation_token().cancel();
+        if let Some(f) = self.feeder {
+            f.abort();
+        }
+    }
+}
+
+struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Waits (real time, at most 30 s) until `cond` holds.
+async fn until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The members hold every slot between them, without overlap.
+fn covers(members: &[&Member]) -> bool {
+    let mut all = SlotSet::empty();
+    for m in members {
+        let held = m.member.held_slots();
+        if held.is_empty() || !all.intersection(&held).is_empty() {
+            return false;
+        }
+        all = all.union(&held);
+    }
+    all == SlotSet::full()
+        && members
+            .iter()
+            .all(|m| m.member.stats().members == members.len())
+}
+
+async fn cluster() -> TestCluster {
+    let cluster = TestCluster::start(TestClusterConfig::default())
+        .await
+        .unwrap();
+    let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": NS}})).unwrap();
+    Api::<Namespace>::all(cluster.client())
+        .create(&PostParams::default(), &namespace)
+        .await
+        .unwrap();
+    cluster
+}
+
+async fn create_owners(cluster: &TestCluster, names: impl Iterator<Item = String>, gap: Duration) {
+    let cms: Api<ConfigMap> = Api::namespaced(cluster.client(), NS);
+    for name in names {
+        let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
+        cms.create(&PostParams::default(), &cm).await.unwrap();
+        if !gap.is_zero() {
+            tokio::time::sleep(gap).await;
+        }
+    }
+}
+
+/// Pods on the server, by controller UID.
+async fn pods_by_owner(cluster: &TestCluster) -> HashMap<String, usize> {
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), NS);
+    let mut by_owner: HashMap<String, usize> = HashMap::new();
+    for pod in pods.list(&ListParams::default()).await.unwrap().items {
+        let owner = pod
+            .metadata
+            .owner_references
+            .unwrap_or_default()
+            .into_iter()
+            .find(|r| r.controller == Some(true));
+        if let Some(owner) = owner {
+            *by_owner.entry(owner.uid).or_default() += 1;
+        }
+    }
+    by_owner
+}
+
+async fn owner_uids(cluster: &TestCluster) -> Vec<String> {
+    let cms: Api<ConfigMap> = Api::namespaced(cluster.client(), NS);
+    cms.list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|c| c.metadata.uid)
+        .collect()
+}
+
+/// Keeps the pod and ConfigMap caches moving (an unowned pod and a
+/// ConfigMap patched every 10 ms): a cluster under load.
+fn churn(cluster: &TestCluster) -> (CancellationToken, JoinHandle<()>) {
+    let stop = CancellationToken::new();
+    let done = stop.clone();
+    let client = cluster.client();
+    let task = tokio::spawn(async move {
+        let pods: Api<Pod> = Api::namespaced(client.clone(), NS);
+        let cms: Api<ConfigMap> = Api::namespaced(client, NS);
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "churn"},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+        }))
+        .unwrap();
+        pods.create(&PostParams::default(), &pod).await.unwrap();
+        let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "churn"}})).unwrap();
+        cms.create(&PostParams::default(), &cm).await.unwrap();
+        let mut i = 0u64;
+        while !done.is_cancelled() {
+            i += 1;
+            let patch = Patch::Merge(json!({"metadata": {"labels": {"tick": i.to_string()}}}));
+            pods.patch("churn", &PatchParams::default(), &patch)
+                .await
+                .unwrap();
+            cms.patch("churn", &PatchParams::default(), &patch)
+                .await
+                .unwrap();
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    });
+    (stop, task)
+}
+
+/// Every owner has exactly its pods on the server, each created once.
+async fn assert_exactly_three_each(cluster: &TestCluster, shared: &Shared) {
+    let owners = owner_uids(cluster).await;
+    let pods = pods_by_owner(cluster).await;
+    let creates = shared.creates.lock().clone();
+    let wrong: Vec<_> = owners
+        .iter()
+        .filter(|u| pods.get(*u) != Some(&CHILDREN) || creates.get(*u) != Some(&CHILDREN))
+        .map(|u| (u, pods.get(u), creates.get(u)))
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "owners without exactly {CHILDREN} pods, or created more than once (uid, pods, creates): {wrong:?}"
+    );
+    assert_eq!(
+        creates.values().sum::<usize>(),
+        CHILDREN * owners.len(),
+        "total creates"
+    );
+}
+
+/// Waits until every owner on the server has its pods, then a little
+/// longer for a late double create to show.
+async fn settle(cluster: &TestCluster) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let owners = owner_uids(cluster).await;
+        let pods = pods_by_owner(cluster).await;
+        if owners
+            .iter()
+            .all(|u| pods.get(u).copied().unwrap_or(0) >= CHILDREN)
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "owners never got their pods");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gaining_member_with_a_lagging_child_watch_does_not_create_the_previous_holders_children_again()
+ {
+    let cluster = cluster().await;
+    let shared = Shared {
+        creates: Arc::default(),
+        synced: Arc::default(),
+    };
+    let (churning, churner) = churn(&cluster);
+    let a = Member::start(&cluster, "a", &shared, Duration::from_secs(10), None);
+    until("a holds every slot", || {
+        a.member.held_slots() == SlotSet::full()
+    })
+    .await;
+
+    // Owners keep coming while b joins: a creates pods for them up to the
+    // moment it acknowledges giving half of the slots up, and b's pod
+    // cache shows every pod 800 ms late.
+    let owners = {
+        let cluster_client = cluster.client();
+        tokio::spawn(async move {
+            let cms: Api<ConfigMap> = Api::namespaced(cluster_client, NS);
+            for i in 0..200 {
+                let cm: ConfigMap =
+                    serde_json::from_value(json!({"metadata": {"name": format!("owner-{i}")}}))
+                        .unwrap();
+                cms.create(&PostParams::default(), &cm).await.unwrap();
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let b = Member::start(
+        &cluster,
+        "b",
+        &shared,
+        Duration::from_secs(10),
+        Some(Duration::from_millis(800)),
+    );
+    until("a and b hold every slot", || covers(&[&a, &b])).await;
+    owners.await.unwrap();
+    settle(&cluster).await;
+
+    let b_stats = b.member.stats();
+    assert!(b_stats.slots_gained >= 500, "{b_stats:?}");
+    assert_eq!(b_stats.catch_up_timeouts, 0, "b's caches caught up in time");
+    let by_b = shared.synced.lock().values().filter(|m| *m == "b").count();
+    assert!(by_b > 30, "b synced only {by_b} owners");
+    assert_exactly_three_each(&cluster, &shared).await;
+
+    churning.cancel();
+    churner.await.unwrap();
+    a.stop().await;
+    b.stop().await;
+}
