@@ -220,8 +220,11 @@ impl State {
 pub(crate) struct Attached {
     pub(crate) requeue: Box<dyn Fn(&SlotSet) + Send + Sync>,
     pub(crate) count: Box<dyn Fn(&SlotSet) -> usize + Send + Sync>,
-    pub(crate) caught_up: Box<dyn Fn(&str) -> Result<bool, CompareError> + Send + Sync>,
+    pub(crate) caught_up: CaughtUpFn,
 }
+
+/// Whether a controller's caches reflect a resourceVersion.
+pub(crate) type CaughtUpFn = Box<dyn Fn(&str) -> Result<bool, CompareError> + Send + Sync>;
 
 /// Gained slots waiting for the attached caches to reflect `target`, the
 /// newest Lease version seen when the protocol let them start.
