@@ -19,7 +19,12 @@
 //!   ([`CLAIMS_ANNOTATION`]); it starts a slot only once its informer shows
 //!   its own latest claim and no other live Lease claims the slot, and it
 //!   unclaims a slot it lost only after the syncs in flight for it
-//!   finished. No owner is synced by two members at once.
+//!   finished. No owner is synced by two members at once. Before its
+//!   first sync of a gained slot, it waits until its controllers' caches
+//!   reflect the newest Lease version it has seen (at or after the
+//!   previous holder's acknowledgement), so they show the children the
+//!   previous holder created; bounded by
+//!   [`ShardConfig::catch_up_timeout`], after which it fails open.
 //! - **Filtering.** [`ControllerBuilder::shard`](crate::ControllerBuilder::shard)
 //!   drops other members' keys before the queue; [`ShardMember::gate`]
 //!   wraps the reconcile. Metrics: [`ShardMetrics`].
