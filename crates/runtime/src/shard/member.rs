@@ -95,8 +95,9 @@ impl ShardConfig {
     /// and the member does not create them again. A cache only moves on
     /// when one of its objects changes, so in a quiet cluster the wait
     /// ends at this timeout: the slot then starts anyway (*fails open*),
-    /// with a warning and `ctrlkit_shard_catch_up_timeouts_total`. Zero
-    /// starts gained slots at once.
+    /// with a warning and `ctrlkit_shard_catch_up_timeouts_total`. It also
+    /// starts at once, with a warning, when a resourceVersion is not an
+    /// integer (they cannot be ordered). Zero starts gained slots at once.
     pub fn catch_up_timeout(mut self, d: Duration) -> Self {
         self.catch_up_timeout = d;
         self
@@ -845,6 +846,65 @@ mod tests {
             let err = ShardMember::new(config).unwrap_err().to_string();
             assert!(err.contains(says), "{err}");
         }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn gained_slots_wait_for_the_caches_and_fail_open_after_the_timeout() {
+        use std::sync::atomic::AtomicBool;
+        let member = ShardMember::new(ShardConfig::new("ns", "ring", "a")).unwrap();
+        let cache_rv = Arc::new(Mutex::new("5".to_owned()));
+        let rv = Arc::clone(&cache_rv);
+        let asked = Arc::new(AtomicBool::new(false));
+        let was_asked = Arc::clone(&asked);
+        member.attach(Attached {
+            requeue: Box::new(|_| {}),
+            count: Box::new(|_| 0),
+            caught_up: Box::new(move |target| {
+                was_asked.store(true, Ordering::SeqCst);
+                ctrlkit_informer::compare_resource_versions(&rv.lock(), target)
+                    .map(std::cmp::Ordering::is_ge)
+            }),
+        });
+        let set = |t: &str| -> SlotSet { t.parse().unwrap() };
+        let now = Instant::now();
+        let deadline = now + Duration::from_secs(3);
+        let mut waiting = vec![
+            CatchUp {
+                slots: set("0-9"),
+                target: Some("10".into()),
+                deadline,
+            },
+            CatchUp {
+                slots: set("20"),
+                target: None,
+                deadline,
+            },
+            CatchUp {
+                slots: set("30"),
+                target: Some("not-a-number".into()),
+                deadline,
+            },
+        ];
+        // No Lease version to wait for, or versions that cannot be
+        // ordered: start at once; the cache behind the ring: wait.
+        assert_eq!(member.caught_up(&mut waiting, now), set("20,30"));
+        assert!(asked.load(Ordering::SeqCst));
+        assert_eq!(waiting.len(), 1);
+        *cache_rv.lock() = "10".into();
+        assert_eq!(member.caught_up(&mut waiting, now), set("0-9"));
+        assert!(waiting.is_empty());
+        assert_eq!(member.stats().catch_up_timeouts, 0);
+
+        // A cache that never catches up: started at the deadline, counted.
+        waiting.push(CatchUp {
+            slots: set("40"),
+            target: Some("99".into()),
+            deadline,
+        });
+        let later = now + Duration::from_secs(2);
+        assert!(member.caught_up(&mut waiting, later).is_empty());
+        assert_eq!(member.caught_up(&mut waiting, deadline), set("40"));
+        assert_eq!(member.stats().catch_up_timeouts, 1);
     }
 
     #[test]
