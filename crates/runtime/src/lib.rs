@@ -25,6 +25,8 @@
 //!   metrics registry for several controllers, leader election with a write
 //!   fence ([`LeaderFence`]), `/metrics` `/healthz` `/readyz`, graceful
 //!   drain, logging and the flags binaries share ([`ManagerArgs`]).
+//! - [`shard`] — sharded scale-out: replicas on a ring of Leases share the
+//!   owners by the hash of their UID, handed over without overlap.
 //!
 //! # On a manager
 //!
@@ -159,6 +161,7 @@
 pub mod child;
 mod controller;
 pub mod manager;
+pub mod shard;
 
 pub use controller::predicates;
 pub use controller::{

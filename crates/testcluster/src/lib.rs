@@ -124,6 +124,7 @@ mod resources;
 mod selectors;
 mod semantics;
 mod server;
+mod shard_selector;
 mod stats;
 mod status;
 mod store;

@@ -1,6 +1,7 @@
 //! The HTTP layer: routes Kubernetes REST paths to the API operations.
 
 use crate::json::At;
+use crate::shard_selector::ShardSelector;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
@@ -750,6 +751,7 @@ fn list(
             "specifying resource version is not allowed when using continue",
         ));
     }
+    let shard = ShardSelector::from_params(params)?;
     let start = match &opts.continue_token {
         Some(c) => Some(decode_continue(c)?),
         None => None,
@@ -759,9 +761,9 @@ fn list(
         .store
         .list(def.storage, target.namespace, start.as_ref());
     let rv = list_version(api, def, &opts, current)?;
-    let mut matching = items
-        .into_iter()
-        .filter(|s| labels.matches_stored(s) && fields.matches_stored(s));
+    let mut matching = items.into_iter().filter(|s| {
+        labels.matches_stored(s) && fields.matches_stored(s) && shard.matches_stored(s)
+    });
     let page: Vec<Arc<Stored>> = match limit {
         Some(l) => matching.by_ref().take(l).collect(),
         None => matching.by_ref().collect(),
@@ -847,6 +849,7 @@ fn watch_stream(
     let def = &target.def;
     let opts = ListOptions::parse(params, &def.label())?;
     let (labels, fields) = selectors(def, params)?;
+    let shard = ShardSelector::from_params(params)?;
     let bookmarks = opts.allow_bookmarks;
     let start = match (opts.send_initial_events, opts.version) {
         (Some(true), at_least) | (None, at_least @ 0) => Start::Initial {
@@ -893,6 +896,7 @@ fn watch_stream(
         namespace: target.namespace.map(str::to_string),
         labels,
         fields,
+        shard,
         start,
         bookmarks,
         timeout,

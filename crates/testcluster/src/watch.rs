@@ -13,6 +13,7 @@ use tokio::time::Instant;
 use crate::ops::Api;
 use crate::resources::ResourceId;
 use crate::selectors::{FieldSelector, LabelSelector};
+use crate::shard_selector::ShardSelector;
 use crate::status::ApiError;
 use crate::store::{Event, EventType, Stored, event_frame};
 
@@ -44,6 +45,8 @@ pub(crate) struct WatchSpec {
     pub(crate) namespace: Option<String>,
     pub(crate) labels: LabelSelector,
     pub(crate) fields: FieldSelector,
+    /// KEP-5866's `shardSelector`.
+    pub(crate) shard: ShardSelector,
     pub(crate) start: Start,
     pub(crate) bookmarks: bool,
     pub(crate) timeout: Duration,
@@ -83,11 +86,13 @@ impl WatchSpec {
         {
             return false;
         }
-        self.labels.matches_stored(obj) && self.fields.matches_stored(obj)
+        self.labels.matches_stored(obj)
+            && self.fields.matches_stored(obj)
+            && self.shard.matches_stored(obj)
     }
 
     fn unfiltered(&self) -> bool {
-        self.labels.is_empty() && self.fields == FieldSelector::default()
+        self.labels.is_empty() && self.fields == FieldSelector::default() && self.shard.is_empty()
     }
 
     /// The frame this watcher sees for `event`, if any. An object that

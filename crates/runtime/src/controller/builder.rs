@@ -274,6 +274,7 @@ pub struct ControllerBuilder<'a, K> {
     owner_deleted: Option<super::handlers::OwnerDeletedFn>,
     stale_skip: Option<super::StaleSkipFn>,
     owner_update_filter: Option<super::handlers::UpdateFilter<K>>,
+    admission: Option<Arc<dyn super::Admission>>,
 }
 
 impl<K> fmt::Debug for ControllerBuilder<'_, K> {
@@ -334,7 +335,14 @@ impl<'a, K: Watchable> ControllerBuilder<'a, K> {
             owner_deleted: None,
             stale_skip: None,
             owner_update_filter: None,
+            admission: None,
         }
+    }
+
+    /// Decides which keys may enter the queue (sharding's filter).
+    pub(crate) fn admission(mut self, admission: Arc<dyn super::Admission>) -> Self {
+        self.admission = Some(admission);
+        self
     }
 
     /// Names the controller: the queue's name and the `name` label of its
@@ -600,7 +608,7 @@ impl<'a, K: Watchable> ControllerBuilder<'a, K> {
         let expectations = Arc::new(ControllerExpectations::with_ttl(self.expectations_ttl));
         let context = Arc::new(Context::new(
             owners.clone(),
-            Enqueuer::new(queue.clone()),
+            Enqueuer::with_admission(queue.clone(), self.admission),
             Arc::clone(&expectations),
             consistency.clone(),
             self.owner_deleted,

@@ -59,11 +59,20 @@ pub(crate) struct Enqueuer {
 }
 
 impl Enqueuer {
+    #[cfg(test)]
     pub(crate) fn new(queue: WorkQueue<ObjectKey>) -> Self {
         Self {
             queue,
             admission: None,
         }
+    }
+
+    /// An enqueuer that asks `admission` (if any) about every key.
+    pub(crate) fn with_admission(
+        queue: WorkQueue<ObjectKey>,
+        admission: Option<Arc<dyn Admission>>,
+    ) -> Self {
+        Self { queue, admission }
     }
 
     fn admitted(&self, key: &ObjectKey, owner_uid: Option<&str>) -> bool {

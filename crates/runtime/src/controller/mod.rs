@@ -19,11 +19,14 @@ use std::time::Duration;
 
 use ctrlkit_consistency::{ConsistencyStore, NotObservedYet};
 use ctrlkit_expectations::ControllerExpectations;
-use ctrlkit_informer::{EventHandler, Informer, ObjectKey, SharedInformerFactory, Store};
+use ctrlkit_informer::{
+    CompareError, EventHandler, Informer, ObjectKey, SharedInformerFactory, Store,
+};
 use ctrlkit_worker::{Action, Stopped, SyncError, Workers};
 use ctrlkit_workqueue::WorkQueue;
 
 pub use builder::{ControllerBuilder, Owns, Watches};
+pub(crate) use enqueue::Admission;
 pub use enqueue::LOW_PRIORITY;
 pub use error::{BuildError, RunError};
 pub use handlers::creation_id;
@@ -255,6 +258,19 @@ impl<K: Watchable> Controller<K> {
     /// list (for a readiness probe).
     pub fn has_synced(&self) -> bool {
         self.synced.iter().all(|s| s.has_synced())
+    }
+
+    /// Whether every cache of the controller (owner, owned and watched
+    /// kinds) reflects resourceVersion `rv` or newer (see
+    /// [`Store::has_observed_resource_version`]); a sharded member waits
+    /// for this before it syncs a slot it gained.
+    pub(crate) fn caches_observed(&self, rv: &str) -> Result<bool, CompareError> {
+        for cache in self.synced.iter() {
+            if !cache.has_observed_resource_version(rv)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     /// Waits until every informer of the controller has completed its

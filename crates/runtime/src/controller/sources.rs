@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use ctrlkit_consistency::{ConsistencyStoreBuilder, GroupResource};
 use ctrlkit_informer::{
-    BY_CONTROLLER_UID, EventHandler, IndexFn, Informer, InformerError, ObjectScope,
+    BY_CONTROLLER_UID, CompareError, EventHandler, IndexFn, Informer, InformerError, ObjectScope,
     SharedInformerFactory, Store, Transform, index_by_controller_uid,
 };
 use futures::future::BoxFuture;
@@ -149,6 +149,7 @@ fn informer_error<T: Resource<DynamicType = ()>>(source: InformerError) -> Build
 pub(crate) trait Synced: Send + Sync {
     fn has_synced(&self) -> bool;
     fn wait(&self) -> BoxFuture<'static, Result<(), InformerError>>;
+    fn has_observed_resource_version(&self, rv: &str) -> Result<bool, CompareError>;
 }
 
 impl<T: Resource + Send + Sync + 'static> Synced for Store<T> {
@@ -159,6 +160,10 @@ impl<T: Resource + Send + Sync + 'static> Synced for Store<T> {
     fn wait(&self) -> BoxFuture<'static, Result<(), InformerError>> {
         let store = self.clone();
         Box::pin(async move { store.wait_for_cache_sync().await })
+    }
+
+    fn has_observed_resource_version(&self, rv: &str) -> Result<bool, CompareError> {
+        Store::has_observed_resource_version(self, rv)
     }
 }
 

@@ -1,0 +1,258 @@
+//! Where a sharded controller meets its member: the builder method that
+//! drops other members' keys before the queue, and the gate around the
+//! reconcile that lets only held owners through and counts them in
+//! flight for the handover.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use ctrlkit_informer::ObjectKey;
+use ctrlkit_worker::Action;
+use futures::future::BoxFuture;
+
+use super::member::{Attached, ShardMember};
+use crate::controller::Admission;
+use crate::{Controller, ControllerBuilder, LOW_PRIORITY, Watchable};
+
+/// A gated reconcile's future.
+type Gated<E> = BoxFuture<'static, Result<Action, E>>;
+
+/// The builder's admission seam, answered by the member.
+struct ShardAdmission(ShardMember);
+
+impl Admission for ShardAdmission {
+    fn admit(&self, key: &ObjectKey, owner_uid: Option<&str>) -> bool {
+        self.0.admit(key, owner_uid)
+    }
+}
+
+impl<K: Watchable> ControllerBuilder<'_, K> {
+    /// Shards the controller with `member` (client-side filtering): events
+    /// of owners, and of children through their controller
+    /// `ownerReference`, whose owner UID hashes into a slot the member does
+    /// not hold are dropped before the queue. Keys without a known owner
+    /// (mapped from watched kinds, orphans) are queued and decided by the
+    /// member's [gate](ShardMember::gate), which the reconcile must be
+    /// wrapped in.
+    pub fn shard(self, member: &ShardMember) -> Self {
+        self.admission(Arc::new(ShardAdmission(member.clone())))
+    }
+}
+
+impl ShardMember {
+    /// Wraps `reconcile` for [`Controller::run`] of a controller built with
+    /// [`shard`](ControllerBuilder::shard): a key whose owner this member
+    /// does not hold right now is not reconciled (`Action::done()`; the
+    /// member that holds it has its own events), and a reconcile that runs
+    /// is counted in flight for its slot, so the member acknowledges giving
+    /// a slot up only after its syncs finished. A deleted owner is placed
+    /// by the UID its delete event carried.
+    ///
+    /// Also attaches the controller: a slot the member gains starts only
+    /// once this controller's caches reflect the ring's newest Lease
+    /// version (at most [`ShardConfig::catch_up_timeout`](super::ShardConfig::catch_up_timeout)),
+    /// so they show every child the previous holder created; then the
+    /// cached owners in it are queued (their events were dropped while
+    /// another member held them). Its `owners held` figure counts this
+    /// controller's cache.
+    pub fn gate<K, R, Fut, E, Ctx>(
+        &self,
+        controller: &Controller<K>,
+        reconcile: R,
+    ) -> impl Fn(ObjectKey, Option<Arc<K>>, Arc<Ctx>) -> Gated<E> + Send + Sync + 'static
+    where
+        K: Watchable,
+        R: Fn(ObjectKey, Option<Arc<K>>, Arc<Ctx>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Action, E>> + Send + 'static,
+        E: Send + 'static,
+        Ctx: Send + Sync + 'static,
+    {
+        let (store, queue) = (controller.store(), controller.queue().clone());
+        let counted = controller.store();
+        let caches = controller.clone();
+        self.attach(Attached {
+            requeue: Box::new(move |slots| {
+                for owner in store.list() {
+                    if owner
+                        .meta()
+                        .uid
+                        .as_deref()
+                        .is_some_and(|u| slots.contains_uid(u))
+                    {
+                        queue.add_with_priority(
+                            ObjectKey::from_object(owner.as_ref()),
+                            LOW_PRIORITY,
+                        );
+                    }
+                }
+            }),
+            count: Box::new(move |slots| {
+                counted
+                    .list()
+                    .iter()
+                    .filter(|o| {
+                        o.meta()
+                            .uid
+                            .as_deref()
+                            .is_some_and(|u| slots.contains_uid(u))
+                    })
+                    .count()
+            }),
+            caught_up: Box::new(move |rv| caches.caches_observed(rv)),
+        });
+        let member = self.clone();
+        move |key: ObjectKey, owner: Option<Arc<K>>, ctx: Arc<Ctx>| {
+            let uid = owner.as_ref().and_then(|o| o.meta().uid.clone());
+            let Some(guard) = member.enter(&key, uid.as_deref()) else {
+                member.count_sync(false);
+                tracing::trace!(%key, "not reconciled: another member holds the owner");
+                return Box::pin(async { Ok(Action::done()) }) as BoxFuture<'static, _>;
+            };
+            member.count_sync(true);
+            let gone = owner.is_none();
+            let sync = reconcile(key.clone(), owner, ctx);
+            let member = member.clone();
+            Box::pin(async move {
+                let result = sync.await;
+                drop(guard);
+                if gone {
+                    member.forget(&key);
+                }
+                result
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use ctrlkit_informer::Informer;
+    use k8s_openapi::api::apps::v1::ReplicaSet;
+    use k8s_openapi::api::core::v1::Pod;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+    use kube::runtime::watcher::Event;
+
+    use super::*;
+    use crate::Owns;
+    use crate::shard::{ShardConfig, SlotSet, slot_of_uid};
+
+    fn rs(name: &str, uid: &str) -> ReplicaSet {
+        let mut r = ReplicaSet::default();
+        r.metadata.namespace = Some("ns".into());
+        r.metadata.name = Some(name.into());
+        r.metadata.uid = Some(uid.into());
+        r.metadata.resource_version = Some("1".into());
+        r
+    }
+
+    fn pod_of(name: &str, owner: &ReplicaSet) -> Pod {
+        let mut p = Pod::default();
+        p.metadata.namespace = Some("ns".into());
+        p.metadata.name = Some(name.into());
+        p.metadata.uid = Some(format!("pod-{name}"));
+        p.metadata.resource_version = Some("1".into());
+        p.metadata.owner_references = Some(vec![OwnerReference {
+            api_version: "apps/v1".into(),
+            kind: "ReplicaSet".into(),
+            name: owner.metadata.name.clone().unwrap(),
+            uid: owner.metadata.uid.clone().unwrap(),
+            controller: Some(true),
+            ..OwnerReference::default()
+        }]);
+        p
+    }
+
+    /// Two UIDs in different slots.
+    fn two_uids() -> (String, String) {
+        let held = "8a5d7c1e-0f3b-4c2a-9e6d-1b2c3d4e5f60".to_owned();
+        let other = (0..)
+            .map(|i| format!("{i:08x}-0f3b-4c2a-9e6d-1b2c3d4e5f60"))
+            .find(|u| slot_of_uid(u) != slot_of_uid(&held))
+            .unwrap();
+        (held, other)
+    }
+
+    #[tokio::test]
+    async fn events_of_owners_and_children_of_other_members_never_reach_the_queue() {
+        let member = ShardMember::new(ShardConfig::new("ns", "ring", "a")).unwrap();
+        let (held_uid, other_uid) = two_uids();
+        member.hold_for_test(slot_of_uid(&held_uid));
+        let owners = Informer::<ReplicaSet>::manual().build();
+        let pods = Informer::<Pod>::manual().build();
+        let controller = Controller::builder_with(owners.clone())
+            .owns_with(Owns::new().informer(pods.clone()))
+            .shard(&member)
+            .build()
+            .unwrap();
+        let (held, other) = (rs("held", &held_uid), rs("other", &other_uid));
+        owners.apply_event(Event::Init);
+        owners.apply_event(Event::InitApply(held.clone()));
+        owners.apply_event(Event::InitApply(other.clone()));
+        owners.apply_event(Event::InitDone);
+        assert_eq!(controller.queue().len(), 1);
+        assert_eq!(controller.queue().get().await.unwrap().name, "held");
+        controller.queue().done(&ObjectKey::new("ns", "held"));
+
+        // Children follow their controller's UID.
+        pods.apply_event(Event::Init);
+        pods.apply_event(Event::InitDone);
+        pods.apply_event(Event::Apply(pod_of("p-other", &other)));
+        assert_eq!(controller.queue().len(), 0);
+        pods.apply_event(Event::Apply(pod_of("p-held", &held)));
+        assert_eq!(controller.queue().len(), 1);
+        assert_eq!(controller.queue().get().await.unwrap().name, "held");
+    }
+
+    #[tokio::test]
+    async fn the_gate_reconciles_held_owners_only_and_queues_gained_ones() {
+        let member = ShardMember::new(ShardConfig::new("ns", "ring", "a")).unwrap();
+        let (held_uid, other_uid) = two_uids();
+        member.hold_for_test(slot_of_uid(&held_uid));
+        let owners = Informer::<ReplicaSet>::manual().build();
+        let controller = Controller::builder_with(owners.clone())
+            .shard(&member)
+            .build()
+            .unwrap();
+        let calls = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&calls);
+        let gated = member.gate(
+            &controller,
+            move |_key, _rs: Option<Arc<ReplicaSet>>, _ctx: Arc<()>| {
+                counted.fetch_add(1, Ordering::SeqCst);
+                async { Ok::<_, String>(Action::requeue_after(std::time::Duration::from_secs(1))) }
+            },
+        );
+        let held = Arc::new(rs("held", &held_uid));
+        let other = Arc::new(rs("other", &other_uid));
+        let ran = gated(ObjectKey::new("ns", "held"), Some(held), Arc::new(())).await;
+        assert_eq!(
+            ran,
+            Ok(Action::requeue_after(std::time::Duration::from_secs(1)))
+        );
+        let skipped = gated(
+            ObjectKey::new("ns", "other"),
+            Some(Arc::clone(&other)),
+            Arc::new(()),
+        )
+        .await;
+        assert_eq!(skipped, Ok(Action::done()));
+        // A key nobody can place (no object, no event seen) is not reconciled.
+        let unknown = gated(ObjectKey::new("ns", "gone"), None, Arc::new(())).await;
+        assert_eq!(unknown, Ok(Action::done()));
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+        let stats = member.stats();
+        assert_eq!((stats.syncs, stats.syncs_skipped), (1, 2));
+
+        // Gaining the other slot queues its cached owners.
+        owners.apply_event(Event::Init);
+        owners.apply_event(Event::InitApply(other.as_ref().clone()));
+        owners.apply_event(Event::InitDone);
+        assert_eq!(controller.queue().len(), 0, "not held: dropped");
+        let mut gained = SlotSet::empty();
+        gained.insert(slot_of_uid(&other_uid));
+        assert_eq!(member.gained_for_test(&gained), 1);
+        assert_eq!(controller.queue().get().await.unwrap().name, "other");
+    }
+}

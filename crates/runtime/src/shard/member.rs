@@ -1,0 +1,932 @@
+//! One member of a ring: its Lease (created, renewed, released), the
+//! Lease informer that shows it the ring, and the loop that runs the
+//! handover protocol and decides which slots it syncs.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use ctrlkit_informer::{CompareError, DeletedObject, EventHandler, Informer, ObjectKey};
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::runtime::watcher;
+use kube::{Api, Client};
+use parking_lot::Mutex;
+use serde_json::json;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::assign::assign;
+use super::error::ShardError;
+use super::handover::{Handover, Inputs};
+use super::metrics::{HandoverLabels, MemberLabels, ShardMetrics};
+use super::ring::{Claims, RING_LABEL, RingView, claim_annotations};
+use super::slots::{SLOTS, SlotSet, slot_of_uid};
+
+/// How a member takes part in a ring.
+#[derive(Clone, Debug)]
+pub struct ShardConfig {
+    namespace: String,
+    ring: String,
+    identity: String,
+    lease_duration: Duration,
+    renew_deadline: Duration,
+    renew_period: Duration,
+    catch_up_timeout: Duration,
+    metrics: Option<ShardMetrics>,
+}
+
+impl ShardConfig {
+    /// Member `identity` (e.g. the pod name) of the ring `ring`, whose
+    /// Leases live in `namespace`. Its Lease is named `<ring>-<identity>`.
+    /// Lease duration 15 s, renew deadline 10 s, renewals every 2 s, as
+    /// client-go's leader election.
+    pub fn new(
+        namespace: impl Into<String>,
+        ring: impl Into<String>,
+        identity: impl Into<String>,
+    ) -> Self {
+        Self {
+            namespace: namespace.into(),
+            ring: ring.into(),
+            identity: identity.into(),
+            lease_duration: Duration::from_secs(15),
+            renew_deadline: Duration::from_secs(10),
+            renew_period: Duration::from_secs(2),
+            catch_up_timeout: Duration::from_secs(3),
+            metrics: None,
+        }
+    }
+
+    /// How long after its last observed renewal a member counts as gone
+    /// (written as `leaseDurationSeconds`, whole seconds, at least 1).
+    pub fn lease_duration(mut self, d: Duration) -> Self {
+        self.lease_duration = d;
+        self
+    }
+
+    /// How long a member keeps syncing without a successful renewal; must
+    /// be shorter than the lease duration.
+    pub fn renew_deadline(mut self, d: Duration) -> Self {
+        self.renew_deadline = d;
+        self
+    }
+
+    /// How often the Lease is renewed; must be shorter than the renew
+    /// deadline.
+    pub fn renew_period(mut self, d: Duration) -> Self {
+        self.renew_period = d;
+        self
+    }
+
+    /// How long a gained slot waits, at most, for the attached
+    /// controllers' caches to catch up with the ring (3 s by default).
+    ///
+    /// Before it syncs a slot it gained, a member waits until every cache
+    /// of every [gated](ShardMember::gate) controller reflects the newest
+    /// Lease version it has seen, which is at or after the previous
+    /// holder's acknowledgement; the previous holder finished its syncs
+    /// before that write, so the caches then show every child it created
+    /// and the member does not create them again. A cache only moves on
+    /// when one of its objects changes, so in a quiet cluster the wait
+    /// ends at this timeout: the slot then starts anyway (*fails open*),
+    /// with a warning and `ctrlkit_shard_catch_up_timeouts_total`. It also
+    /// starts at once, with a warning, when a resourceVersion is not an
+    /// integer (they cannot be ordered). Zero starts gained slots at once.
+    pub fn catch_up_timeout(mut self, d: Duration) -> Self {
+        self.catch_up_timeout = d;
+        self
+    }
+
+    /// Records the member's metrics into `metrics`.
+    pub fn metrics(mut self, metrics: &ShardMetrics) -> Self {
+        self.metrics = Some(metrics.clone());
+        self
+    }
+
+    /// The member's Lease name, `<ring>-<identity>`.
+    pub fn lease_name(&self) -> String {
+        format!("{}-{}", self.ring, self.identity)
+    }
+
+    fn lease_seconds(&self) -> i32 {
+        i32::try_from(self.lease_duration.as_secs().max(1)).unwrap_or(i32::MAX)
+    }
+
+    fn validate(&self) -> Result<(), ShardError> {
+        let bad = |why: String| Err(ShardError::Config { why });
+        if self.namespace.is_empty() {
+            return bad("the namespace is empty".into());
+        }
+        if self.ring.is_empty() || self.identity.is_empty() {
+            return bad("the ring name and the member identity must not be empty".into());
+        }
+        let name = self.lease_name();
+        let valid = name.len() <= 253
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+            && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && name.ends_with(|c: char| c.is_ascii_alphanumeric());
+        if !valid || self.ring.len() > 63 {
+            return bad(format!(
+                "the Lease name {name:?} (ring {:?}, identity {:?}) is not a valid object name \
+                 (lower-case letters, digits, '-' and '.'; the ring name is a label value of at most 63)",
+                self.ring, self.identity
+            ));
+        }
+        if self.lease_duration < Duration::from_secs(1) {
+            return bad("the lease duration must be at least 1s".into());
+        }
+        if self.renew_period.is_zero()
+            || self.renew_period >= self.renew_deadline
+            || self.renew_deadline >= self.lease_duration
+        {
+            return bad(format!(
+                "need 0 < renew period ({:?}) < renew deadline ({:?}) < lease duration ({:?})",
+                self.renew_period, self.renew_deadline, self.lease_duration
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A member's counters, for tests and status pages (the same figures as
+/// its [metrics](ShardMetrics)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ShardStats {
+    /// Slots the member syncs now.
+    pub slots_held: usize,
+    /// Owners in the attached controllers' caches whose slot it holds
+    /// (as of the last protocol step).
+    pub owners_held: usize,
+    /// Live members it sees, itself included.
+    pub members: usize,
+    /// Slots it started syncing, over its life.
+    pub slots_gained: u64,
+    /// Slots it acknowledged giving up, over its life.
+    pub slots_released: u64,
+    /// Reconciles run through its gate.
+    pub syncs: u64,
+    /// Reconciles its gate refused (owner not held).
+    pub syncs_skipped: u64,
+    /// Failed Lease writes.
+    pub renew_failures: u64,
+    /// Gained slots started before the caches caught up with the ring
+    /// (see [`ShardConfig::catch_up_timeout`]).
+    pub catch_up_timeouts: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    gained: AtomicU64,
+    released: AtomicU64,
+    syncs: AtomicU64,
+    skipped: AtomicU64,
+    renew_failures: AtomicU64,
+    catch_up_timeouts: AtomicU64,
+    owners_held: AtomicU64,
+    members: AtomicU64,
+}
+
+/// What syncs may run, and which are running.
+struct State {
+    active: SlotSet,
+    in_flight: Vec<u32>,
+    /// The UIDs of owners whose events were admitted, so a reconcile of a
+    /// deleted owner (no object any more) is still placed by its UID.
+    uids: HashMap<ObjectKey, Arc<str>>,
+}
+
+impl State {
+    fn in_flight(&self) -> SlotSet {
+        let mut set = SlotSet::empty();
+        for (slot, n) in self.in_flight.iter().enumerate() {
+            if *n > 0 {
+                set.insert(slot);
+            }
+        }
+        set
+    }
+}
+
+/// A controller attached to a member: how to queue its owners of newly
+/// gained slots, count the owners held, and tell whether its caches
+/// reflect a resourceVersion.
+pub(crate) struct Attached {
+    pub(crate) requeue: Box<dyn Fn(&SlotSet) + Send + Sync>,
+    pub(crate) count: Box<dyn Fn(&SlotSet) -> usize + Send + Sync>,
+    pub(crate) caught_up: CaughtUpFn,
+}
+
+/// Whether a controller's caches reflect a resourceVersion.
+pub(crate) type CaughtUpFn = Box<dyn Fn(&str) -> Result<bool, CompareError> + Send + Sync>;
+
+/// Gained slots waiting for the attached caches to reflect `target`, the
+/// newest Lease version seen when the protocol let them start.
+struct CatchUp {
+    slots: SlotSet,
+    target: Option<String>,
+    deadline: Instant,
+}
+
+pub(crate) struct Inner {
+    config: ShardConfig,
+    lease_name: String,
+    labels: MemberLabels,
+    state: Mutex<State>,
+    view: Mutex<RingView>,
+    wake: Notify,
+    attached: Mutex<Vec<Attached>>,
+    counters: Counters,
+}
+
+/// One member of a shard ring: it holds a Lease in the ring's namespace,
+/// sees the other members through a Lease informer, and syncs only the
+/// owners whose UID hashes into the slots it holds. See the
+/// [module documentation](super) and `docs/sharding.md`.
+///
+/// Clones are handles on the same member. Give it to the controller with
+/// [`ControllerBuilder::shard`](crate::ControllerBuilder::shard), wrap the
+/// reconcile with [`gate`](Self::gate), and [`run`](Self::run) it beside
+/// the controller.
+#[derive(Clone)]
+pub struct ShardMember {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl fmt::Debug for ShardMember {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ShardMember")
+            .field("lease", &self.inner.lease_name)
+            .field("namespace", &self.inner.config.namespace)
+            .field("held", &self.held_slots())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Keeps a slot's in-flight count while a sync runs.
+pub(crate) struct SyncGuard {
+    inner: Arc<Inner>,
+    slot: usize,
+}
+
+impl Drop for SyncGuard {
+    fn drop(&mut self) {
+        let draining = {
+            let mut state = self.inner.state.lock();
+            let n = &mut state.in_flight[self.slot];
+            *n = n.saturating_sub(1);
+            *n == 0 && !state.active.contains(self.slot)
+        };
+        if draining {
+            // The loop is waiting for this slot to drain to acknowledge it.
+            self.inner.wake.notify_one();
+        }
+    }
+}
+
+impl ShardMember {
+    /// A member with `config`; nothing happens until [`run`](Self::run).
+    ///
+    /// # Errors
+    /// [`ShardError::Config`] for an empty or invalid name, or timings out
+    /// of order.
+    pub fn new(config: ShardConfig) -> Result<Self, ShardError> {
+        config.validate()?;
+        let lease_name = config.lease_name();
+        let labels = MemberLabels {
+            ring: config.ring.clone(),
+            member: lease_name.clone(),
+        };
+        Ok(Self {
+            inner: Arc::new(Inner {
+                config,
+                lease_name,
+                labels,
+                state: Mutex::new(State {
+                    active: SlotSet::empty(),
+                    in_flight: vec![0; SLOTS],
+                    uids: HashMap::new(),
+                }),
+                view: Mutex::new(RingView::default()),
+                wake: Notify::new(),
+                attached: Mutex::new(Vec::new()),
+                counters: Counters::default(),
+            }),
+        })
+    }
+
+    /// The member's Lease name (its name on the ring).
+    pub fn lease_name(&self) -> &str {
+        &self.inner.lease_name
+    }
+
+    /// The slots the member syncs now.
+    pub fn held_slots(&self) -> SlotSet {
+        self.inner.state.lock().active
+    }
+
+    /// The slots the member may be syncing now: those it holds, and those
+    /// it gave up whose syncs are still running. Members' busy slots never
+    /// overlap; that is the protocol's invariant.
+    pub fn busy_slots(&self) -> SlotSet {
+        let state = self.inner.state.lock();
+        state.active.union(&state.in_flight())
+    }
+
+    /// Whether the owner with this UID is synced by this member now.
+    pub fn holds_uid(&self, uid: &str) -> bool {
+        self.inner.state.lock().active.contains_uid(uid)
+    }
+
+    /// The member's counters.
+    pub fn stats(&self) -> ShardStats {
+        let c = &self.inner.counters;
+        ShardStats {
+            slots_held: self.held_slots().len(),
+            owners_held: c.owners_held.load(Ordering::Relaxed) as usize,
+            members: c.members.load(Ordering::Relaxed) as usize,
+            slots_gained: c.gained.load(Ordering::Relaxed),
+            slots_released: c.released.load(Ordering::Relaxed),
+            syncs: c.syncs.load(Ordering::Relaxed),
+            syncs_skipped: c.skipped.load(Ordering::Relaxed),
+            renew_failures: c.renew_failures.load(Ordering::Relaxed),
+            catch_up_timeouts: c.catch_up_timeouts.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Admits an event's key: owners of held slots (remembering their UID),
+    /// and keys whose owner is unknown (the gate decides those).
+    pub(crate) fn admit(&self, key: &ObjectKey, owner_uid: Option<&str>) -> bool {
+        let Some(uid) = owner_uid else {
+            return true;
+        };
+        let mut state = self.inner.state.lock();
+        if !state.active.contains_uid(uid) {
+            return false;
+        }
+        if state.uids.get(key).is_none_or(|u| **u != *uid) {
+            state.uids.insert(key.clone(), Arc::from(uid));
+        }
+        true
+    }
+
+    /// Lets a sync of `key` start if its owner (by `uid`, else by the UID
+    /// remembered from its events) is held, counting it in flight.
+    pub(crate) fn enter(&self, key: &ObjectKey, uid: Option<&str>) -> Option<SyncGuard> {
+        let mut state = self.inner.state.lock();
+        let slot = match uid {
+            Some(uid) => slot_of_uid(uid),
+            None => slot_of_uid(state.uids.get(key)?),
+        };
+        if !state.active.contains(slot) {
+            return None;
+        }
+        state.in_flight[slot] += 1;
+        Some(SyncGuard {
+            inner: Arc::clone(&self.inner),
+            slot,
+        })
+    }
+
+    /// Forgets the remembered UID of a deleted owner once it was synced.
+    pub(crate) fn forget(&self, key: &ObjectKey) {
+        self.inner.state.lock().uids.remove(key);
+    }
+
+    pub(crate) fn count_sync(&self, ran: bool) {
+        let (counter, family) = match (ran, &self.inner.config.metrics) {
+            (true, m) => (&self.inner.counters.syncs, m.as_ref().map(|m| &m.syncs)),
+            (false, m) => (&self.inner.counters.skipped, m.as_ref().map(|m| &m.skipped)),
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        if let Some(f) = family {
+            f.get_or_create(&self.inner.labels).inc();
+        }
+    }
+
+    pub(crate) fn attach(&self, attached: Attached) {
+        self.inner.attached.lock().push(attached);
+    }
+
+    /// Makes `slot` active without the protocol (unit tests).
+    #[cfg(test)]
+    pub(crate) fn hold_for_test(&self, slot: usize) {
+        self.inner.state.lock().active.insert(slot);
+    }
+
+    /// Tells the attached controllers `slots` were gained (unit tests);
+    /// returns the owners they hold in them.
+    #[cfg(test)]
+    pub(crate) fn gained_for_test(&self, slots: &SlotSet) -> usize {
+        let attached = self.inner.attached.lock();
+        attached.iter().for_each(|a| (a.requeue)(slots));
+        attached.iter().map(|a| (a.count)(slots)).sum()
+    }
+
+    /// Takes part in the ring until `shutdown` completes: creates and
+    /// renews the member's Lease, watches the ring's Leases, and hands
+    /// slots over as members come and go. On shutdown it stops syncing,
+    /// waits (at most one lease duration) for the syncs in flight,
+    /// releases its claims and deletes its Lease, so its slots move at
+    /// once.
+    ///
+    /// Dropping the future instead leaves the Lease to expire, as a crash
+    /// does: the other members take the slots over one lease duration
+    /// after they last saw it renewed.
+    ///
+    /// # Errors
+    /// [`ShardError::Informer`] if the Lease informer cannot start;
+    /// [`ShardError::Release`] if the Lease could not be released on
+    /// shutdown (it then expires). Failed renewals are not errors: they
+    /// are logged, counted, and stop the member's syncs once the renew
+    /// deadline passes.
+    pub async fn run(self, client: Client, shutdown: impl Future) -> Result<(), ShardError> {
+        let inner = &self.inner;
+        let config = &inner.config;
+        let api: Api<Lease> = Api::namespaced(client, &config.namespace);
+        let informer = Informer::builder(api.clone())
+            .watcher_config(
+                watcher::Config::default().labels(&format!("{RING_LABEL}={}", config.ring)),
+            )
+            .handler(ViewHandler(Arc::clone(inner)))
+            .build();
+        let cancel = CancellationToken::new();
+        let _stop_informer = cancel.clone().drop_guard();
+        informer
+            .start(cancel.clone())
+            .map_err(ShardError::Informer)?;
+        tracing::info!(ring = %config.ring, member = %inner.lease_name, namespace = %config.namespace, "joining the shard ring");
+
+        let mut shutdown = std::pin::pin!(shutdown);
+        let mut handover = Handover::default();
+        let mut catching_up: Vec<CatchUp> = Vec::new();
+        let mut published: Option<(SlotSet, String)> = None;
+        let mut last_ok: Option<Instant> = None;
+        let mut next_renew = Instant::now();
+        let mut retry_at = Instant::now();
+        let mut was_fenced = false;
+        let tick = (config.renew_period / 4).max(Duration::from_millis(5));
+        loop {
+            let now = Instant::now();
+            let fenced = last_ok.is_none_or(|t| now.duration_since(t) >= config.renew_deadline);
+            if fenced && !was_fenced && !handover.active.is_empty() {
+                tracing::warn!(ring = %config.ring, member = %inner.lease_name, "Lease not renewed within the renew deadline: stopping every sync");
+                if let Some(m) = &config.metrics {
+                    m.fenced.get_or_create(&inner.labels).inc();
+                }
+            }
+            was_fenced = fenced;
+            let lease_rv = informer.last_sync_resource_version();
+            self.step(
+                &mut handover,
+                &mut catching_up,
+                lease_rv,
+                &published,
+                fenced,
+                now,
+            );
+
+            let due = now >= next_renew || published.as_ref().map(|p| p.0) != Some(handover.claims);
+            if due && now >= retry_at {
+                let sent = Instant::now();
+                match write_lease(&api, config, &inner.lease_name, &handover.claims, false).await {
+                    Ok(rv) => {
+                        published = Some((handover.claims, rv));
+                        last_ok = Some(sent);
+                        next_renew = sent + config.renew_period;
+                    }
+                    Err(error) => {
+                        inner
+                            .counters
+                            .renew_failures
+                            .fetch_add(1, Ordering::Relaxed);
+                        if let Some(m) = &config.metrics {
+                            m.renew_failures.get_or_create(&inner.labels).inc();
+                        }
+                        tracing::warn!(ring = %config.ring, member = %inner.lease_name, error = &error as &dyn std::error::Error, "cannot renew the shard Lease");
+                        retry_at = Instant::now() + tick;
+                    }
+                }
+                continue;
+            }
+            tokio::select! {
+                _ = shutdown.as_mut() => break,
+                _ = inner.wake.notified() => {}
+                _ = tokio::time::sleep(tick) => {}
+            }
+        }
+        self.release(&api, tick).await
+    }
+
+    /// One step of the protocol, with the state locked so no sync starts
+    /// between reading what is in flight and changing what is active.
+    /// Slots the protocol starts wait in `catching_up` until the attached
+    /// caches reflect `lease_rv` (the newest Lease version seen) or the
+    /// catch-up timeout passes.
+    fn step(
+        &self,
+        handover: &mut Handover,
+        catching_up: &mut Vec<CatchUp>,
+        lease_rv: Option<String>,
+        published: &Option<(SlotSet, String)>,
+        fenced: bool,
+        now: Instant,
+    ) {
+        let inner = &self.inner;
+        let config = &inner.config;
+        let snapshot = {
+            let mut view = inner.view.lock();
+            for gone in view.prune(now, config.lease_duration) {
+                tracing::info!(ring = %config.ring, member = %inner.lease_name, expired = %gone, "a ring member's Lease expired");
+            }
+            view.snapshot(&inner.lease_name, now, config.lease_duration)
+        };
+        let members: Vec<&str> = snapshot.members.iter().map(String::as_str).collect();
+        let desired = match members.iter().position(|m| *m == inner.lease_name) {
+            Some(i) if !fenced => assign(&members)[i],
+            _ => SlotSet::empty(),
+        };
+        let own_observed = match (&snapshot.own, published) {
+            (Some((Some(rv), Claims::Valid(seen))), Some((claims, written)))
+                if rv == written && seen == claims =>
+            {
+                Some(*seen)
+            }
+            _ => None,
+        };
+        let changes = {
+            let mut state = inner.state.lock();
+            let changes = handover.step(&Inputs {
+                desired,
+                own_observed,
+                others_claims: snapshot.others_claims,
+                in_flight: state.in_flight(),
+                fenced,
+            });
+            if !changes.started.is_empty() {
+                catching_up.push(CatchUp {
+                    slots: changes.started,
+                    target: lease_rv,
+                    deadline: now + config.catch_up_timeout,
+                });
+            }
+            for c in catching_up.iter_mut() {
+                c.slots = c.slots.intersection(&handover.active);
+            }
+            catching_up.retain(|c| !c.slots.is_empty());
+            state.active = handover.active.minus(&waiting(catching_up));
+            let active = state.active;
+            state.uids.retain(|_, uid| active.contains_uid(uid));
+            changes
+        };
+        let started = self.caught_up(catching_up, now);
+        if !started.is_empty() {
+            inner.state.lock().active = handover.active.minus(&waiting(catching_up));
+            tracing::info!(ring = %config.ring, member = %inner.lease_name, slots = %started, "started syncing slots");
+            for a in inner.attached.lock().iter() {
+                (a.requeue)(&started);
+            }
+        }
+        if !changes.stopped.is_empty() {
+            tracing::info!(ring = %config.ring, member = %inner.lease_name, slots = %changes.stopped, "stopped syncing slots; releasing once their syncs finish");
+        }
+        if !changes.released.is_empty() {
+            tracing::info!(ring = %config.ring, member = %inner.lease_name, slots = %changes.released, "released slots");
+        }
+        for (name, why) in &snapshot.invalid {
+            tracing::warn!(ring = %config.ring, member = %inner.lease_name, lease = %name, reason = %why, "a ring Lease has invalid claims: counting it as claiming every slot until it expires");
+        }
+        let owners: usize = inner
+            .attached
+            .lock()
+            .iter()
+            .map(|a| (a.count)(&handover.active))
+            .sum();
+        let c = &inner.counters;
+        c.gained.fetch_add(started.len() as u64, Ordering::Relaxed);
+        c.released
+            .fetch_add(changes.released.len() as u64, Ordering::Relaxed);
+        c.owners_held.store(owners as u64, Ordering::Relaxed);
+        c.members
+            .store(snapshot.members.len() as u64, Ordering::Relaxed);
+        if let Some(m) = &config.metrics {
+            let l = &inner.labels;
+            m.slots_held
+                .get_or_create(l)
+                .set(handover.active.len() as i64);
+            m.owners_held.get_or_create(l).set(owners as i64);
+            m.members
+                .get_or_create(l)
+                .set(snapshot.members.len() as i64);
+            m.invalid_leases
+                .get_or_create(l)
+                .set(snapshot.invalid.len() as i64);
+            for (direction, n) in [
+                ("gained", started.len()),
+                ("released", changes.released.len()),
+            ] {
+                if n > 0 {
+                    m.handovers
+                        .get_or_create(&HandoverLabels {
+                            ring: l.ring.clone(),
+                            member: l.member.clone(),
+                            direction,
+                        })
+                        .inc_by(n as u64);
+                }
+            }
+        }
+    }
+
+    /// Takes out of `catching_up` the slots whose caches caught up, or
+    /// whose wait timed out (failing open, with a warning); returns them.
+    fn caught_up(&self, catching_up: &mut Vec<CatchUp>, now: Instant) -> SlotSet {
+        let inner = &self.inner;
+        let config = &inner.config;
+        let attached = inner.attached.lock();
+        let mut started = SlotSet::empty();
+        catching_up.retain(|c| {
+            let Some(target) = c.target.as_deref() else {
+                return start_now(&mut started, &c.slots);
+            };
+            let mut ready = Ok(true);
+            for a in attached.iter() {
+                match (a.caught_up)(target) {
+                    Ok(true) => {}
+                    other => {
+                        ready = other;
+                        break;
+                    }
+                }
+            }
+            match ready {
+                Ok(true) => start_now(&mut started, &c.slots),
+                Ok(false) if now < c.deadline => true,
+                Ok(false) => {
+                    tracing::warn!(ring = %config.ring, member = %inner.lease_name, slots = %c.slots, resource_version = %target, timeout = ?config.catch_up_timeout, "the caches did not reach the ring's resourceVersion in time (a quiet cache, or a lagging watch): starting the gained slots anyway");
+                    inner
+                        .counters
+                        .catch_up_timeouts
+                        .fetch_add(1, Ordering::Relaxed);
+                    if let Some(m) = &config.metrics {
+                        m.catch_up_timeouts.get_or_create(&inner.labels).inc();
+                    }
+                    start_now(&mut started, &c.slots)
+                }
+                Err(error) => {
+                    tracing::warn!(ring = %config.ring, member = %inner.lease_name, slots = %c.slots, error = &error as &dyn std::error::Error, "cannot order resourceVersions: starting the gained slots without waiting for the caches");
+                    start_now(&mut started, &c.slots)
+                }
+            }
+        });
+        started
+    }
+
+    /// Leaves the ring: stop, drain, unclaim, delete the Lease.
+    async fn release(&self, api: &Api<Lease>, tick: Duration) -> Result<(), ShardError> {
+        let inner = &self.inner;
+        let config = &inner.config;
+        inner.state.lock().active = SlotSet::empty();
+        let deadline = Instant::now() + config.lease_duration;
+        loop {
+            let in_flight = inner.state.lock().in_flight();
+            if in_flight.is_empty() {
+                break;
+            }
+            if Instant::now() >= deadline {
+                tracing::warn!(ring = %config.ring, member = %inner.lease_name, slots = %in_flight, "syncs still running after one lease duration: leaving the Lease to expire");
+                return Ok(());
+            }
+            tokio::select! {
+                _ = inner.wake.notified() => {}
+                _ = tokio::time::sleep(tick) => {}
+            }
+        }
+        write_lease(api, config, &inner.lease_name, &SlotSet::empty(), true)
+            .await
+            .map_err(|source| ShardError::Release {
+                lease: inner.lease_name.clone(),
+                source,
+            })?;
+        match api
+            .delete(&inner.lease_name, &DeleteParams::default())
+            .await
+        {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(source) => {
+                return Err(ShardError::Release {
+                    lease: inner.lease_name.clone(),
+                    source,
+                });
+            }
+        }
+        tracing::info!(ring = %config.ring, member = %inner.lease_name, "left the shard ring");
+        Ok(())
+    }
+}
+
+/// The slots still waiting for their caches.
+fn waiting(catching_up: &[CatchUp]) -> SlotSet {
+    catching_up
+        .iter()
+        .fold(SlotSet::empty(), |all, c| all.union(&c.slots))
+}
+
+/// Adds `slots` to `started`; returns `false`, so `retain` drops the
+/// entry that held them.
+fn start_now(started: &mut SlotSet, slots: &SlotSet) -> bool {
+    *started = started.union(slots);
+    false
+}
+
+/// Writes the member's Lease (creating it if missing); returns the new
+/// resourceVersion.
+async fn write_lease(
+    api: &Api<Lease>,
+    config: &ShardConfig,
+    name: &str,
+    claims: &SlotSet,
+    released: bool,
+) -> Result<String, kube::Error> {
+    let annotations = claim_annotations(name, claims, released);
+    let now = MicroTime(k8s_openapi::jiff::Timestamp::now());
+    let patch = json!({
+        "metadata": {
+            "labels": { RING_LABEL: config.ring },
+            "annotations": annotations,
+        },
+        "spec": {
+            "holderIdentity": config.identity,
+            "leaseDurationSeconds": config.lease_seconds(),
+            "renewTime": now,
+        },
+    });
+    let written = match api
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        Err(kube::Error::Api(s)) if s.code == 404 => {
+            let mut lease = Lease::default();
+            lease.metadata.name = Some(name.to_owned());
+            lease.metadata.labels = Some([(RING_LABEL.to_owned(), config.ring.clone())].into());
+            lease.metadata.annotations = Some(
+                annotations
+                    .into_iter()
+                    .filter_map(|(k, v)| Some((k, v?)))
+                    .collect(),
+            );
+            lease.spec = Some(LeaseSpec {
+                holder_identity: Some(config.identity.clone()),
+                lease_duration_seconds: Some(config.lease_seconds()),
+                acquire_time: Some(now.clone()),
+                renew_time: Some(now),
+                ..LeaseSpec::default()
+            });
+            api.create(&PostParams::default(), &lease).await?
+        }
+        other => other?,
+    };
+    Ok(written.metadata.resource_version.unwrap_or_default())
+}
+
+/// Feeds the ring view from the Lease informer and wakes the loop.
+struct ViewHandler(Arc<Inner>);
+
+impl EventHandler<Lease> for ViewHandler {
+    fn on_add(&self, lease: &Arc<Lease>, _initial: bool) {
+        self.0.view.lock().observe(lease, Instant::now());
+        self.0.wake.notify_one();
+    }
+
+    fn on_update(&self, _old: &Arc<Lease>, new: &Arc<Lease>) {
+        self.on_add(new, false);
+    }
+
+    fn on_delete(&self, lease: &DeletedObject<Lease>) {
+        if let Some(name) = lease.object().metadata.name.as_deref() {
+            self.0.view.lock().observe_gone(name);
+        }
+        self.0.wake.notify_one();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_configurations_are_refused_with_the_reason() {
+        let ok = ShardConfig::new("ns", "ring", "pod-0");
+        assert!(ShardMember::new(ok.clone()).is_ok());
+        for (config, says) in [
+            (ShardConfig::new("", "ring", "a"), "namespace"),
+            (ShardConfig::new("ns", "", "a"), "empty"),
+            (
+                ShardConfig::new("ns", "Ring", "a"),
+                "not a valid object name",
+            ),
+            (
+                ShardConfig::new("ns", "ring", "a_b"),
+                "not a valid object name",
+            ),
+            (
+                ok.clone().renew_deadline(Duration::from_secs(20)),
+                "renew deadline",
+            ),
+            (ok.clone().renew_period(Duration::ZERO), "renew period"),
+        ] {
+            let err = ShardMember::new(config).unwrap_err().to_string();
+            assert!(err.contains(says), "{err}");
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn gained_slots_wait_for_the_caches_and_fail_open_after_the_timeout() {
+        use std::sync::atomic::AtomicBool;
+        let member = ShardMember::new(ShardConfig::new("ns", "ring", "a")).unwrap();
+        let cache_rv = Arc::new(Mutex::new("5".to_owned()));
+        let rv = Arc::clone(&cache_rv);
+        let asked = Arc::new(AtomicBool::new(false));
+        let was_asked = Arc::clone(&asked);
+        member.attach(Attached {
+            requeue: Box::new(|_| {}),
+            count: Box::new(|_| 0),
+            caught_up: Box::new(move |target| {
+                was_asked.store(true, Ordering::SeqCst);
+                ctrlkit_informer::compare_resource_versions(&rv.lock(), target)
+                    .map(std::cmp::Ordering::is_ge)
+            }),
+        });
+        let set = |t: &str| -> SlotSet { t.parse().unwrap() };
+        let now = Instant::now();
+        let deadline = now + Duration::from_secs(3);
+        let mut waiting = vec![
+            CatchUp {
+                slots: set("0-9"),
+                target: Some("10".into()),
+                deadline,
+            },
+            CatchUp {
+                slots: set("20"),
+                target: None,
+                deadline,
+            },
+            CatchUp {
+                slots: set("30"),
+                target: Some("not-a-number".into()),
+                deadline,
+            },
+        ];
+        // No Lease version to wait for, or versions that cannot be
+        // ordered: start at once; the cache behind the ring: wait.
+        assert_eq!(member.caught_up(&mut waiting, now), set("20,30"));
+        assert!(asked.load(Ordering::SeqCst));
+        assert_eq!(waiting.len(), 1);
+        *cache_rv.lock() = "10".into();
+        assert_eq!(member.caught_up(&mut waiting, now), set("0-9"));
+        assert!(waiting.is_empty());
+        assert_eq!(member.stats().catch_up_timeouts, 0);
+
+        // A cache that never catches up: started at the deadline, counted.
+        waiting.push(CatchUp {
+            slots: set("40"),
+            target: Some("99".into()),
+            deadline,
+        });
+        let later = now + Duration::from_secs(2);
+        assert!(member.caught_up(&mut waiting, later).is_empty());
+        assert_eq!(member.caught_up(&mut waiting, deadline), set("40"));
+        assert_eq!(member.stats().catch_up_timeouts, 1);
+    }
+
+    #[test]
+    fn the_gate_counts_syncs_in_flight_only_for_held_slots() {
+        let member = ShardMember::new(ShardConfig::new("ns", "ring", "a")).unwrap();
+        let key = ObjectKey::new("ns", "web");
+        let uid = "uid-1";
+        assert!(!member.admit(&key, Some(uid)));
+        assert!(member.enter(&key, Some(uid)).is_none());
+        let slot = slot_of_uid(uid);
+        member.inner.state.lock().active.insert(slot);
+        assert!(member.admit(&key, Some(uid)));
+        assert!(member.admit(&ObjectKey::new("ns", "mapped"), None));
+        // Deleted owner: placed by the UID its events carried.
+        let guard = member.enter(&key, None).expect("remembered UID");
+        assert!(member.inner.state.lock().in_flight().contains(slot));
+        drop(guard);
+        assert!(member.inner.state.lock().in_flight().is_empty());
+        assert!(
+            member
+                .enter(&ObjectKey::new("ns", "unknown"), None)
+                .is_none()
+        );
+    }
+}

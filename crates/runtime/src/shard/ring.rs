@@ -1,0 +1,328 @@
+//! The ring as one member sees it: the Leases labelled with the ring's
+//! name, what each claims, and when this member last saw each change.
+//!
+//! Expiry is judged on this member's own monotonic clock from the moment
+//! it observed a Lease change, never from the `renewTime` written in it
+//! (client-go's leader election does the same), so clock skew between
+//! members cannot make a live member look expired. A Lease that vanishes
+//! (deleted, or its label removed by hand) is kept with its last claims
+//! until it would have expired, unless its holder released it first.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use tokio::time::Instant;
+
+use super::slots::{SlotSet, fnv1a_64};
+
+/// The label every member Lease of a ring carries, with the ring's name.
+pub const RING_LABEL: &str = "ctrlkit.io/shard-ring";
+/// The annotation with the slots a member claims (may be syncing or is
+/// about to sync), e.g. `0-340,512`.
+pub const CLAIMS_ANNOTATION: &str = "ctrlkit.io/shard-claims";
+/// The annotation that checks the claims were written by the member: the
+/// FNV-1a hash of `<lease name>\n<claims>` in hex. A hand edit that does
+/// not recompute it makes the Lease claim every slot until it expires.
+pub const CHECK_ANNOTATION: &str = "ctrlkit.io/shard-claims-check";
+/// Set (to `"true"`) by a member leaving gracefully, with empty claims:
+/// it no longer takes part and its slots may move at once.
+pub const RELEASED_ANNOTATION: &str = "ctrlkit.io/shard-released";
+
+/// The check value of `claims` written on the Lease `lease_name`.
+pub(crate) fn claims_check(lease_name: &str, claims: &str) -> String {
+    format!("{:016x}", fnv1a_64(&format!("{lease_name}\n{claims}")))
+}
+
+/// The annotations a member writes on its Lease.
+pub(crate) fn claim_annotations(
+    lease_name: &str,
+    claims: &SlotSet,
+    released: bool,
+) -> BTreeMap<String, Option<String>> {
+    let text = claims.to_string();
+    BTreeMap::from([
+        (
+            CHECK_ANNOTATION.to_owned(),
+            Some(claims_check(lease_name, &text)),
+        ),
+        (CLAIMS_ANNOTATION.to_owned(), Some(text)),
+        (
+            RELEASED_ANNOTATION.to_owned(),
+            released.then(|| "true".to_owned()),
+        ),
+    ])
+}
+
+/// What a Lease claims.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Claims {
+    /// Claims written (and checked) by the member.
+    Valid(SlotSet),
+    /// Missing, unreadable or failing the check: counted as every slot.
+    Invalid(String),
+}
+
+impl Claims {
+    /// The slots no one else may start while this Lease is live.
+    pub(crate) fn effective(&self) -> SlotSet {
+        match self {
+            Claims::Valid(s) => *s,
+            Claims::Invalid(_) => SlotSet::full(),
+        }
+    }
+
+    /// The claims on `lease`.
+    pub(crate) fn of(lease: &Lease) -> Claims {
+        let name = lease.metadata.name.as_deref().unwrap_or_default();
+        let annotations = lease.metadata.annotations.as_ref();
+        let get = |k: &str| annotations.and_then(|a| a.get(k));
+        let Some(text) = get(CLAIMS_ANNOTATION) else {
+            return Claims::Invalid(format!("no {CLAIMS_ANNOTATION} annotation"));
+        };
+        if get(CHECK_ANNOTATION).map(String::as_str) != Some(&claims_check(name, text)) {
+            return Claims::Invalid(format!(
+                "{CHECK_ANNOTATION} does not match the claims (edited by hand?)"
+            ));
+        }
+        match text.parse() {
+            Ok(set) => Claims::Valid(set),
+            Err(e) => Claims::Invalid(e.to_string()),
+        }
+    }
+}
+
+/// One member Lease, as last observed.
+#[derive(Debug, Clone)]
+pub(crate) struct Peer {
+    pub(crate) claims: Claims,
+    pub(crate) released: bool,
+    /// `spec.leaseDurationSeconds`; never counted shorter than this
+    /// member's own lease duration.
+    pub(crate) duration: Duration,
+    pub(crate) resource_version: Option<String>,
+    /// When this member last observed the Lease change.
+    pub(crate) seen: Instant,
+    /// The Lease is gone from the informer.
+    pub(crate) gone: bool,
+}
+
+impl Peer {
+    fn expires(&self, min_duration: Duration) -> Instant {
+        self.seen + self.duration.max(min_duration)
+    }
+}
+
+/// What one member knows of its ring.
+#[derive(Debug, Default)]
+pub(crate) struct RingView {
+    peers: HashMap<String, Peer>,
+}
+
+/// The view boiled down for one step of the handover protocol.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Snapshot {
+    /// Live members that take part (not released), sorted; includes this
+    /// member once its own Lease was observed.
+    pub(crate) members: Vec<String>,
+    /// Every slot claimed by another live Lease.
+    pub(crate) others_claims: SlotSet,
+    /// This member's Lease as observed: its resourceVersion and claims.
+    pub(crate) own: Option<(Option<String>, Claims)>,
+    /// Leases whose claims are invalid, with the reason.
+    pub(crate) invalid: Vec<(String, String)>,
+}
+
+impl RingView {
+    /// A Lease was added or changed.
+    pub(crate) fn observe(&mut self, lease: &Lease, now: Instant) {
+        let Some(name) = lease.metadata.name.clone() else {
+            return;
+        };
+        let rv = lease.metadata.resource_version.clone();
+        let duration = lease
+            .spec
+            .as_ref()
+            .and_then(|s| s.lease_duration_seconds)
+            .and_then(|s| u64::try_from(s).ok())
+            .map_or(Duration::ZERO, Duration::from_secs);
+        let released = lease
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(RELEASED_ANNOTATION))
+            .is_some_and(|v| v == "true");
+        let changed = self
+            .peers
+            .get(&name)
+            .is_none_or(|p| p.resource_version != rv || p.gone);
+        let seen = match self.peers.get(&name) {
+            Some(p) if !changed => p.seen,
+            _ => now,
+        };
+        self.peers.insert(
+            name,
+            Peer {
+                claims: Claims::of(lease),
+                released,
+                duration,
+                resource_version: rv,
+                seen,
+                gone: false,
+            },
+        );
+    }
+
+    /// A Lease left the informer (deleted, or no longer labelled).
+    pub(crate) fn observe_gone(&mut self, name: &str) {
+        if let Some(peer) = self.peers.get_mut(name) {
+            peer.gone = true;
+            if peer.released && peer.claims.effective().is_empty() {
+                self.peers.remove(name);
+            }
+        }
+    }
+
+    /// Drops Leases that expired; returns their names.
+    pub(crate) fn prune(&mut self, now: Instant, min_duration: Duration) -> Vec<String> {
+        let expired: Vec<String> = self
+            .peers
+            .iter()
+            .filter(|(_, p)| p.expires(min_duration) <= now)
+            .map(|(n, _)| n.clone())
+            .collect();
+        for name in &expired {
+            self.peers.remove(name);
+        }
+        expired
+    }
+
+    /// The ring now, for the member owning Lease `own`.
+    pub(crate) fn snapshot(&self, own: &str, now: Instant, min_duration: Duration) -> Snapshot {
+        let mut snap = Snapshot {
+            members: Vec::new(),
+            others_claims: SlotSet::empty(),
+            own: None,
+            invalid: Vec::new(),
+        };
+        for (name, peer) in &self.peers {
+            if name == own {
+                if !peer.gone {
+                    snap.own = Some((peer.resource_version.clone(), peer.claims.clone()));
+                    if !peer.released {
+                        snap.members.push(name.clone());
+                    }
+                }
+                continue;
+            }
+            if peer.expires(min_duration) <= now {
+                continue;
+            }
+            if let Claims::Invalid(why) = &peer.claims {
+                snap.invalid.push((name.clone(), why.clone()));
+            }
+            snap.others_claims = snap.others_claims.union(&peer.claims.effective());
+            if !peer.released {
+                snap.members.push(name.clone());
+            }
+        }
+        snap.members.sort_unstable();
+        snap.invalid.sort_unstable();
+        snap
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::coordination::v1::LeaseSpec;
+
+    fn lease(name: &str, rv: &str, claims: &SlotSet, released: bool) -> Lease {
+        let mut l = Lease::default();
+        l.metadata.name = Some(name.into());
+        l.metadata.resource_version = Some(rv.into());
+        l.metadata.annotations = Some(
+            claim_annotations(name, claims, released)
+                .into_iter()
+                .filter_map(|(k, v)| Some((k, v?)))
+                .collect(),
+        );
+        l.spec = Some(LeaseSpec {
+            lease_duration_seconds: Some(10),
+            ..LeaseSpec::default()
+        });
+        l
+    }
+
+    #[test]
+    fn claims_are_checked_and_bad_ones_claim_everything() {
+        let set: SlotSet = "0-9".parse().unwrap();
+        let good = lease("r-a", "1", &set, false);
+        assert_eq!(Claims::of(&good), Claims::Valid(set));
+
+        let mut edited = good.clone();
+        edited
+            .metadata
+            .annotations
+            .as_mut()
+            .unwrap()
+            .insert(CLAIMS_ANNOTATION.into(), "0-1".into());
+        let claims = Claims::of(&edited);
+        assert!(matches!(&claims, Claims::Invalid(why) if why.contains("edited by hand")));
+        assert_eq!(claims.effective(), SlotSet::full());
+
+        let mut bare = good;
+        bare.metadata.annotations = None;
+        assert_eq!(Claims::of(&bare).effective(), SlotSet::full());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn expiry_counts_from_the_last_observed_change_on_the_local_clock() {
+        let mut view = RingView::default();
+        let min = Duration::from_secs(10);
+        let t0 = Instant::now();
+        view.observe(&lease("r-a", "1", &SlotSet::empty(), false), t0);
+        view.observe(&lease("r-b", "1", &"5".parse().unwrap(), false), t0);
+        // r-a renews at t0+8s; r-b never does.
+        view.observe(
+            &lease("r-a", "2", &SlotSet::empty(), false),
+            t0 + Duration::from_secs(8),
+        );
+        // The same version seen again (a resync) is no renewal.
+        view.observe(
+            &lease("r-b", "1", &"5".parse().unwrap(), false),
+            t0 + Duration::from_secs(8),
+        );
+        let snap = view.snapshot("r-a", t0 + Duration::from_secs(9), min);
+        assert_eq!(snap.members, ["r-a", "r-b"]);
+        assert!(snap.others_claims.contains(5));
+        let snap = view.snapshot("r-a", t0 + Duration::from_secs(11), min);
+        assert_eq!(snap.members, ["r-a"]);
+        assert!(snap.others_claims.is_empty());
+        assert_eq!(view.prune(t0 + Duration::from_secs(11), min), ["r-b"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_vanished_lease_keeps_blocking_until_expiry_unless_released() {
+        let mut view = RingView::default();
+        let min = Duration::from_secs(10);
+        let t0 = Instant::now();
+        view.observe(&lease("r-b", "1", &"7".parse().unwrap(), false), t0);
+        view.observe_gone("r-b");
+        let snap = view.snapshot("r-a", t0 + Duration::from_secs(1), min);
+        assert!(
+            snap.others_claims.contains(7),
+            "unlabelled by hand: still blocks"
+        );
+
+        view.observe(&lease("r-c", "1", &SlotSet::empty(), true), t0);
+        let snap = view.snapshot("r-a", t0, min);
+        assert!(
+            !snap.members.contains(&"r-c".to_owned()),
+            "released: not a member"
+        );
+        view.observe_gone("r-c");
+        assert_eq!(view.prune(t0, min), Vec::<String>::new());
+        assert_eq!(view.peers.len(), 1);
+    }
+}

@@ -1,0 +1,612 @@
+//! Sharded controllers on the in-process test cluster: members of a ring
+//! split the owners, hand slots over when members die, join or leave, and
+//! a checker inside the reconcile asserts no owner is ever synced by two
+//! members at once. Real time with short leases (2 s): the protocol's
+//! safety does not depend on timing, only how soon slots move does.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use ctrlkit_informer::SharedInformerFactory;
+use ctrlkit_runtime::shard::{
+    CHECK_ANNOTATION, CLAIMS_ANNOTATION, RING_LABEL, SLOTS, ShardConfig, ShardError, ShardMember,
+    ShardMetrics, SlotSet,
+};
+use ctrlkit_runtime::{Action, Controller, ObjectKey};
+use ctrlkit_testcluster::{TestCluster, TestClusterConfig};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use kube::Api;
+use kube::api::{Patch, PatchParams, PostParams};
+use parking_lot::Mutex;
+use serde_json::json;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+type Error = Box<dyn std::error::Error + Send + Sync>;
+
+const RING: &str = "cms";
+const OWNERS: usize = 240;
+
+/// Who is syncing what, right now and so far.
+#[derive(Default)]
+struct Checker {
+    holders: Mutex<HashMap<ObjectKey, String>>,
+    violations: AtomicUsize,
+    /// The members that synced each owner, in order (consecutive repeats
+    /// collapsed).
+    history: Mutex<HashMap<ObjectKey, Vec<String>>>,
+}
+
+impl Checker {
+    fn violations(&self) -> usize {
+        self.violations.load(Ordering::SeqCst)
+    }
+
+    fn last_syncer(&self, key: &ObjectKey) -> Option<String> {
+        self.history.lock().get(key)?.last().cloned()
+    }
+}
+
+struct Ctx {
+    member: String,
+    checker: Arc<Checker>,
+    /// How long each sync takes.
+    sync_time: Duration,
+    /// When a synced owner comes back.
+    requeue: Duration,
+}
+
+async fn reconcile(
+    key: ObjectKey,
+    _cm: Option<Arc<ConfigMap>>,
+    ctx: Arc<Ctx>,
+) -> Result<Action, Error> {
+    {
+        let mut holders = ctx.checker.holders.lock();
+        if let Some(other) = holders.insert(key.clone(), ctx.member.clone()) {
+            eprintln!(
+                "VIOLATION: {key} synced by {} while {other} syncs it",
+                ctx.member
+            );
+            ctx.checker.violations.fetch_add(1, Ordering::SeqCst);
+        }
+        let mut history = ctx.checker.history.lock();
+        let h = history.entry(key.clone()).or_default();
+        if h.last() != Some(&ctx.member) {
+            h.push(ctx.member.clone());
+        }
+    }
+    // Ends the hold however the sync ends: a killed member's syncs are
+    // cancelled mid-way, and a dead process syncs nothing.
+    let _holding = Holding(Arc::clone(&ctx), key);
+    // Long enough for overlapping syncs to be caught.
+    tokio::time::sleep(ctx.sync_time).await;
+    Ok(Action::requeue_after(ctx.requeue))
+}
+
+struct Holding(Arc<Ctx>, ObjectKey);
+
+impl Drop for Holding {
+    fn drop(&mut self) {
+        let mut holders = self.0.checker.holders.lock();
+        if holders.get(&self.1) == Some(&self.0.member) {
+            holders.remove(&self.1);
+        }
+    }
+}
+
+/// How a member's controller works.
+#[derive(Clone, Copy)]
+struct Pace {
+    workers: usize,
+    sync_time: Duration,
+    requeue: Duration,
+}
+
+impl Pace {
+    const FAST: Pace = Pace {
+        workers: 4,
+        sync_time: Duration::from_millis(5),
+        requeue: Duration::from_millis(700),
+    };
+    /// Workers mostly busy: every handover happens with syncs in flight.
+    const SLOW: Pace = Pace {
+        workers: 16,
+        sync_time: Duration::from_millis(200),
+        requeue: Duration::from_secs(2),
+    };
+}
+
+/// Samples the members' busy slots (held, or still syncing) until
+/// stopped; counts the samples where two members' overlap.
+fn sample_overlaps(members: Vec<ShardMember>) -> (CancellationToken, JoinHandle<usize>) {
+    let stop = CancellationToken::new();
+    let done = stop.clone();
+    let task = tokio::spawn(async move {
+        let mut overlaps = 0;
+        while !done.is_cancelled() {
+            let busy: Vec<SlotSet> = members.iter().map(ShardMember::busy_slots).collect();
+            for (i, a) in busy.iter().enumerate() {
+                for b in &busy[i + 1..] {
+                    if !a.intersection(b).is_empty() {
+                        eprintln!("OVERLAP: {}", a.intersection(b));
+                        overlaps += 1;
+                    }
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        overlaps
+    });
+    (stop, task)
+}
+
+struct Member {
+    member: ShardMember,
+    stop: CancellationToken,
+    factory: SharedInformerFactory,
+    ring: JoinHandle<Result<(), ShardError>>,
+    controller: JoinHandle<()>,
+}
+
+impl Member {
+    fn start(cluster: &TestCluster, namespace: &str, id: &str, checker: &Arc<Checker>) -> Self {
+        Self::start_with(cluster, namespace, id, checker, None, Pace::FAST)
+    }
+
+    /// A member at [`Pace::SLOW`].
+    fn start_slow(cluster: &TestCluster, id: &str, checker: &Arc<Checker>) -> Self {
+        Self::start_with(cluster, "default", id, checker, None, Pace::SLOW)
+    }
+
+    fn start_with(
+        cluster: &TestCluster,
+        namespace: &str,
+        id: &str,
+        checker: &Arc<Checker>,
+        metrics: Option<&ShardMetrics>,
+        pace: Pace,
+    ) -> Self {
+        let client = cluster.client();
+        let mut config = ShardConfig::new(namespace, RING, id)
+            .lease_duration(Duration::from_secs(2))
+            .renew_deadline(Duration::from_millis(1500))
+            .renew_period(Duration::from_millis(250))
+            // These owners never change after they are made, so the cache
+            // stays behind the Leases and every gained slot waits out the
+            // catch-up; keep that short (shard_children.rs tests it).
+            .catch_up_timeout(Duration::from_millis(300));
+        if let Some(m) = metrics {
+            config = config.metrics(m);
+        }
+        let member = ShardMember::new(config).unwrap();
+        let factory = SharedInformerFactory::new(client.clone());
+        let controller = Controller::<ConfigMap>::builder(&factory)
+            .name(format!("cm-{id}"))
+            .namespace("apps")
+            .workers(pace.workers)
+            .shard(&member)
+            .build()
+            .unwrap();
+        factory.start();
+        let stop = CancellationToken::new();
+        let ring = tokio::spawn(member.clone().run(client, stop.clone().cancelled_owned()));
+        let ctx = Arc::new(Ctx {
+            member: id.to_owned(),
+            checker: Arc::clone(checker),
+            sync_time: pace.sync_time,
+            requeue: pace.requeue,
+        });
+        let gated = member.gate(&controller, reconcile);
+        let run = controller.run(gated, ctx, stop.clone().cancelled_owned());
+        let controller = tokio::spawn(async move {
+            run.await.unwrap();
+        });
+        Self {
+            member,
+            stop,
+            factory,
+            ring,
+            controller,
+        }
+    }
+
+    /// As `kill -9`: nothing is released, the Lease is left to expire.
+    async fn kill(self) {
+        self.ring.abort();
+        self.controller.abort();
+        self.factory.cancellation_token().cancel();
+        let _ = self.ring.await;
+        let _ = self.controller.await;
+    }
+
+    /// A graceful stop: drain, release, delete the Lease.
+    async fn stop(self) {
+        self.stop.cancel();
+        self.controller.await.unwrap();
+        self.ring.await.unwrap().unwrap();
+        self.factory.cancellation_token().cancel();
+    }
+}
+
+async fn cluster_with_owners() -> TestCluster {
+    let cluster = TestCluster::start(TestClusterConfig::default())
+        .await
+        .unwrap();
+    let client = cluster.client();
+    for ns in ["apps", "other"] {
+        let namespace: Namespace =
+            serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap();
+        Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &namespace)
+            .await
+            .unwrap();
+    }
+    let cms: Api<ConfigMap> = Api::namespaced(client, "apps");
+    for i in 0..OWNERS {
+        let cm: ConfigMap =
+            serde_json::from_value(json!({"metadata": {"name": format!("owner-{i}")}})).unwrap();
+        cms.create(&PostParams::default(), &cm).await.unwrap();
+    }
+    cluster
+}
+
+/// Waits (real time, at most 30 s) until `cond` holds.
+async fn until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The members hold every slot between them, each a share.
+fn covers(members: &[&Member]) -> bool {
+    let mut all = SlotSet::empty();
+    for m in members {
+        let held = m.member.held_slots();
+        if held.is_empty() || !all.intersection(&held).is_empty() {
+            return false;
+        }
+        all = all.union(&held);
+    }
+    all == SlotSet::full()
+        && members
+            .iter()
+            .all(|m| m.member.stats().members == members.len())
+}
+
+async fn claims_on_leases(cluster: &TestCluster, namespace: &str) -> BTreeMap<String, String> {
+    let leases: Api<Lease> = Api::namespaced(cluster.client(), namespace);
+    leases
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|l| {
+            let a = l.metadata.annotations?;
+            Some((l.metadata.name?, a.get(CLAIMS_ANNOTATION)?.clone()))
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_members_split_the_owners_and_a_killed_members_slots_move_after_its_lease_expires() {
+    let cluster = cluster_with_owners().await;
+    let checker = Arc::new(Checker::default());
+    let mut registry = prometheus_client::registry::Registry::default();
+    let metrics = ShardMetrics::register(&mut registry);
+    let a = Member::start_with(
+        &cluster,
+        "default",
+        "a",
+        &checker,
+        Some(&metrics),
+        Pace::FAST,
+    );
+    let b = Member::start(&cluster, "default", "b", &checker);
+    let c = Member::start(&cluster, "default", "c", &checker);
+    until("the three members hold every slot", || {
+        covers(&[&a, &b, &c])
+    })
+    .await;
+    until("every member counts its owners", || {
+        [&a, &b, &c]
+            .iter()
+            .map(|m| m.member.stats().owners_held)
+            .sum::<usize>()
+            == OWNERS
+    })
+    .await;
+    for m in [&a, &b, &c] {
+        let stats = m.member.stats();
+        // A third of 240 each, give or take the hash's luck.
+        assert!(
+            (50..=110).contains(&stats.owners_held),
+            "{}: {stats:?}",
+            m.member.lease_name()
+        );
+        assert!((340..=342).contains(&stats.slots_held), "{stats:?}");
+    }
+    until("every owner was synced", || {
+        checker.history.lock().len() == OWNERS
+    })
+    .await;
+    // A member's slots as a KEP-5866 shardSelector: the test cluster lists
+    // exactly the owners the member holds.
+    for m in [&a, &b, &c] {
+        let selector: String = m
+            .member
+            .held_slots()
+            .shard_selector()
+            .bytes()
+            .map(|b| match b {
+                b'a'..=b'z' | b'0'..=b'9' | b'.' => (b as char).to_string(),
+                _ => format!("%{b:02X}"),
+            })
+            .collect();
+        let uri = format!("/api/v1/namespaces/apps/configmaps?shardSelector={selector}");
+        let body = cluster
+            .client()
+            .request_text(http::Request::get(uri).body(Vec::new()).unwrap())
+            .await
+            .unwrap();
+        let listed: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let listed = listed["items"].as_array().unwrap().len();
+        assert_eq!(
+            listed,
+            m.member.stats().owners_held,
+            "{}",
+            m.member.lease_name()
+        );
+    }
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    assert!(
+        text.contains(r#"ctrlkit_shard_members{ring="cms",member="cms-a"} 3"#),
+        "{text}"
+    );
+    assert!(text.contains("ctrlkit_shard_syncs_total{"), "{text}");
+
+    // Kill c: its slots stay unsynced until its Lease expires, then move.
+    let c_slots = c.member.held_slots();
+    let orphaned: Vec<ObjectKey> = (0..OWNERS)
+        .map(|i| ObjectKey::new("apps", format!("owner-{i}")))
+        .filter(|k| checker.last_syncer(k).as_deref() == Some("c"))
+        .collect();
+    assert!(!orphaned.is_empty());
+    let killed = Instant::now();
+    c.kill().await;
+    until("a and b hold every slot", || covers(&[&a, &b])).await;
+    let moved_after = killed.elapsed();
+    // Not before the lease (2 s, counted from the last renewal seen, at
+    // most a renew period before the kill) could have expired.
+    assert!(
+        moved_after >= Duration::from_millis(1700),
+        "moved after {moved_after:?}"
+    );
+    assert!(
+        a.member
+            .held_slots()
+            .union(&b.member.held_slots())
+            .intersection(&c_slots)
+            == c_slots
+    );
+    // The owners are quiet (no change since they were made), so the caches
+    // never reach the Leases' version: the gained slots started once the
+    // catch-up timed out, and said so.
+    assert!(a.member.stats().catch_up_timeouts + b.member.stats().catch_up_timeouts > 0);
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    assert!(
+        text.contains(r#"ctrlkit_shard_catch_up_timeouts_total{ring="cms",member="cms-a"}"#),
+        "{text}"
+    );
+    until("c's owners are synced again", || {
+        orphaned
+            .iter()
+            .all(|k| matches!(checker.last_syncer(k).as_deref(), Some("a" | "b")))
+    })
+    .await;
+    assert_eq!(checker.violations(), 0);
+    a.stop().await;
+    b.stop().await;
+    assert_eq!(checker.violations(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_joining_member_gets_slots_only_after_they_are_acknowledged_and_a_leaving_one_hands_over_at_once()
+ {
+    let cluster = cluster_with_owners().await;
+    let checker = Arc::new(Checker::default());
+    let a = Member::start_slow(&cluster, "a", &checker);
+    let b = Member::start_slow(&cluster, "b", &checker);
+    until("a and b hold every slot", || covers(&[&a, &b])).await;
+    // Workers busy with every owner: c joins with syncs in flight.
+    until("every owner was synced", || {
+        checker.history.lock().len() == OWNERS
+    })
+    .await;
+
+    let c = Member::start_slow(&cluster, "c", &checker);
+    let (sampling, sampler) =
+        sample_overlaps(vec![a.member.clone(), b.member.clone(), c.member.clone()]);
+    until("a, b and c hold every slot", || covers(&[&a, &b, &c])).await;
+    assert!(c.member.stats().slots_gained >= 340);
+    let released = a.member.stats().slots_released + b.member.stats().slots_released;
+    assert!(released >= 340, "a and b acknowledged {released} slots");
+    // The Leases say the same: disjoint claims that cover everything.
+    let claims = claims_on_leases(&cluster, "default").await;
+    let mut union = SlotSet::empty();
+    let mut total = 0;
+    for text in claims.values() {
+        let set: SlotSet = text.parse().unwrap();
+        total += set.len();
+        union = union.union(&set);
+    }
+    assert_eq!(union, SlotSet::full(), "{claims:?}");
+    assert!(total <= SLOTS + 4, "claims overlap: {claims:?}");
+
+    // A graceful leave: released and deleted, its slots move well before
+    // its lease could have expired.
+    let left = Instant::now();
+    c.stop().await;
+    until("a and b hold every slot again", || covers(&[&a, &b])).await;
+    assert!(left.elapsed() < Duration::from_secs(10));
+    assert!(
+        !claims_on_leases(&cluster, "default")
+            .await
+            .contains_key("cms-c")
+    );
+    sampling.cancel();
+    assert_eq!(sampler.await.unwrap(), 0, "busy slots overlapped");
+    assert_eq!(checker.violations(), 0);
+    a.stop().await;
+    b.stop().await;
+    assert_eq!(checker.violations(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hand_edited_and_foreign_leases_never_cause_double_syncs() {
+    let cluster = cluster_with_owners().await;
+    let checker = Arc::new(Checker::default());
+    let a = Member::start(&cluster, "default", "a", &checker);
+    let b = Member::start(&cluster, "default", "b", &checker);
+    until("a and b hold every slot", || covers(&[&a, &b])).await;
+    let leases: Api<Lease> = Api::namespaced(cluster.client(), "default");
+
+    // Someone rewrites b's claims by hand, without the check: the Lease
+    // counts as claiming everything, and b writes its own claims back.
+    let edit = json!({"metadata": {"annotations": {CLAIMS_ANNOTATION: "0-3"}}});
+    leases
+        .patch("cms-b", &PatchParams::default(), &Patch::Merge(&edit))
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let lease = leases.get("cms-b").await.unwrap();
+        let ann = lease.metadata.annotations.unwrap();
+        if ann.get(CLAIMS_ANNOTATION).map(String::as_str) != Some("0-3")
+            && ann.contains_key(CHECK_ANNOTATION)
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "b never rewrote its Lease");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    until("a and b hold every slot after the edit", || {
+        covers(&[&a, &b])
+    })
+    .await;
+
+    // A Lease labelled with the ring by hand, never renewed: a member with
+    // unreadable claims until it expires; then the ring is whole again.
+    let phantom: Lease = serde_json::from_value(json!({
+        "metadata": {"name": "cms-phantom", "labels": {RING_LABEL: RING}},
+        "spec": {"holderIdentity": "nobody", "leaseDurationSeconds": 1},
+    }))
+    .unwrap();
+    leases
+        .create(&PostParams::default(), &phantom)
+        .await
+        .unwrap();
+    until("a and b see the phantom", || a.member.stats().members == 3).await;
+    until("a and b hold every slot once the phantom expired", || {
+        covers(&[&a, &b])
+    })
+    .await;
+
+    // The same ring name in another namespace is another ring: it sees
+    // none of these members (a ring is namespace/name), and syncs the same
+    // owners (hence its own checker; see docs/sharding.md).
+    let x = Member::start(&cluster, "other", "x", &Arc::new(Checker::default()));
+    until("x alone holds every slot of its ring", || {
+        x.member.held_slots() == SlotSet::full() && x.member.stats().members == 1
+    })
+    .await;
+    assert_eq!(a.member.stats().members, 2);
+    x.kill().await;
+
+    a.stop().await;
+    b.stop().await;
+    assert_eq!(checker.violations(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renewals_failing_intermittently_fence_members_but_never_double_sync() {
+    use ctrlkit_testcluster::faults::{ErrorKind, ErrorRule, FaultConfig};
+
+    let cluster = cluster_with_owners().await;
+    let checker = Arc::new(Checker::default());
+    let a = Member::start(&cluster, "default", "a", &checker);
+    let b = Member::start(&cluster, "default", "b", &checker);
+    let c = Member::start(&cluster, "default", "c", &checker);
+    until("the three members hold every slot", || {
+        covers(&[&a, &b, &c])
+    })
+    .await;
+    let (sampling, sampler) =
+        sample_overlaps(vec![a.member.clone(), b.member.clone(), c.member.clone()]);
+
+    let gained = || -> u64 {
+        [&a, &b, &c]
+            .iter()
+            .map(|m| m.member.stats().slots_gained)
+            .sum()
+    };
+    let gained_before = gained();
+    // Every Lease write fails for longer than the renew deadline: all
+    // members stop everything (and look expired to each other); then most
+    // writes fail for a while, so members come back one by one, hand slots
+    // to each other and now and then miss a renewal.
+    let leases_failing = |rate: f64| FaultConfig {
+        errors: vec![ErrorRule {
+            verb: Some("patch".into()),
+            resource: Some("leases".into()),
+            rate,
+            kind: ErrorKind::InternalError,
+        }],
+        ..FaultConfig::default()
+    };
+    cluster.faults().set_config(leases_failing(1.0));
+    let cut_off = Instant::now();
+    until(
+        "every member stopped syncing (renew deadline passed)",
+        || {
+            [&a, &b, &c]
+                .iter()
+                .all(|m| m.member.busy_slots().is_empty())
+        },
+    )
+    .await;
+    // Not before the renew deadline (1.5 s after the last renewal sent,
+    // at most a renew period before the cut).
+    assert!(cut_off.elapsed() >= Duration::from_millis(1200));
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    cluster.faults().set_config(leases_failing(0.8));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    cluster.faults().clear();
+
+    until("the ring is whole again", || covers(&[&a, &b, &c])).await;
+    sampling.cancel();
+    assert_eq!(sampler.await.unwrap(), 0, "busy slots overlapped");
+    let failures: u64 = [&a, &b, &c]
+        .iter()
+        .map(|m| m.member.stats().renew_failures)
+        .sum();
+    assert!(failures > 10, "{failures} failed renewals");
+    // Every slot stopped and started again, through the protocol.
+    let moved = gained() - gained_before;
+    eprintln!("slots gained during the faults: {moved}");
+    assert!(moved >= SLOTS as u64, "only {moved} slots restarted");
+    for m in [a, b, c] {
+        m.stop().await;
+    }
+    assert_eq!(checker.violations(), 0);
+}
