@@ -160,6 +160,11 @@
 //! ```
 
 pub mod cli;
+
+/// With the `mimalloc` feature, mimalloc is the global allocator.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod compat;
 mod controller;
 mod error;
@@ -169,7 +174,7 @@ pub use controller::{
     BURST_REPLICAS, Controller, ControllerMetrics, ControllerOptions, DEFAULT_WORKERS,
     EMPTY_SELECTOR_REASON, FAILED_CREATE_REASON, FAILED_DELETE_REASON, INVALID_SELECTOR_REASON,
     KubeOwnerClient, OwnerClient, ReplicaSetController, ReplicationManager,
-    SELECTOR_MISMATCH_REASON, calculate_status, desired_replicas, owners_selecting,
+    SELECTOR_MISMATCH_REASON, calculate_status, desired_replicas, owners_selecting, slim_pod,
     status_unchanged,
 };
 pub use controller::{
