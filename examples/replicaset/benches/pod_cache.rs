@@ -30,6 +30,7 @@ use ctrlkit_podcontrol::pod::is_pod_ready;
 use ctrlkit_replicaset::slim_pod;
 use ctrlkit_testcluster::kubelet::KubeletConfig;
 use ctrlkit_testcluster::{TestCluster, TestClusterConfig};
+use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, PostParams};
 use serde_json::json;
@@ -76,11 +77,21 @@ async fn served_pod() -> String {
     let cluster = TestCluster::start(TestClusterConfig::default().with_kubelet(kubelet))
         .await
         .unwrap();
+    // The owner exists, or the cluster's garbage collector deletes the pod.
+    let owners: Api<ReplicaSet> = Api::namespaced(cluster.client(), "default");
+    let owner: ReplicaSet = serde_json::from_value(json!({
+        "metadata": {"name": "rs-00001"},
+        "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "rs-00001"}},
+            "template": {"metadata": {"labels": {"app": "rs-00001"}},
+                "spec": {"containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10"}]}}}
+    }))
+    .unwrap();
+    let owner = owners.create(&PostParams::default(), &owner).await.unwrap();
     let api: Api<Pod> = Api::namespaced(cluster.client(), "default");
     let pod: Pod = serde_json::from_value(json!({
         "metadata": {"name": "rs-00001-x7k2p", "labels": {"app": "rs-00001"},
             "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
-                "name": "rs-00001", "uid": "7f0c2a4e-3b1d-4c6e-9a8f-5d2e1b0c9a87",
+                "name": "rs-00001", "uid": owner.metadata.uid,
                 "controller": true, "blockOwnerDeletion": true}]},
         "spec": {"containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10"}]}
     }))
