@@ -17,8 +17,16 @@
 //!    status changes the watch saw, and the controller's peak RSS (VmHWM)
 //!    read from /proc before it is stopped with SIGTERM.
 //!
+//! 5. Also report the controller's CPU seconds, and its syncs
+//!    (`controller_runtime_reconcile_total`) and the syncs read-own-writes
+//!    skipped, scraped from its `/metrics` just before the SIGTERM.
+//!
 //! The targets: exactly `RS × replicas` pod creates, at most 2 status
 //! writes per ReplicaSet per status change, no failed request.
+//!
+//! `CTRLKIT_BENCH_CONTROLLER=<path>` runs another build of the controller
+//! binary (e.g. a copy built from an earlier commit) under the same driver,
+//! for before/after comparisons back to back.
 //!
 //! `cargo bench -p ctrlkit-replicaset --bench scale_out`; a quick run:
 //! `CTRLKIT_BENCH_RS=50 cargo bench -p ctrlkit-replicaset --bench scale_out`;
@@ -61,12 +69,13 @@ struct Controller {
 impl Controller {
     fn spawn(kubeconfig: &str, workers: usize) -> Self {
         let workers = workers.to_string();
-        let mut child = Command::new(BIN)
+        let bin = std::env::var("CTRLKIT_BENCH_CONTROLLER").unwrap_or_else(|_| BIN.to_owned());
+        let mut child = Command::new(bin)
             .args([
                 "--kubeconfig",
                 kubeconfig,
                 "--metrics-addr",
-                "0",
+                "127.0.0.1:0",
                 "--health-addr",
                 "0",
                 "--workers",
@@ -103,6 +112,37 @@ impl Controller {
     fn count_logged(&self, needle: &str) -> usize {
         let lines = self.lines.lock().unwrap();
         lines.iter().filter(|l| l.contains(needle)).count()
+    }
+
+    /// The address the controller serves `/metrics` on, from its log.
+    fn metrics_addr(&self) -> Option<String> {
+        let lines = self.lines.lock().unwrap();
+        let line = lines.iter().find(|l| l.contains("serving /metrics"))?;
+        let addr = line.split("addr=").nth(1)?.split_whitespace().next()?;
+        Some(addr.trim_matches('"').to_owned())
+    }
+
+    /// The sum of every sample of the metric family `name` on the
+    /// controller's `/metrics` (0 if it cannot be read).
+    async fn metric_sum(&self, name: &str) -> f64 {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let Some(addr) = self.metrics_addr() else {
+            return 0.0;
+        };
+        let Ok(mut stream) = tokio::net::TcpStream::connect(&addr).await else {
+            return 0.0;
+        };
+        let request = format!("GET /metrics HTTP/1.0\r\nHost: {addr}\r\n\r\n");
+        let mut body = String::new();
+        if stream.write_all(request.as_bytes()).await.is_err()
+            || stream.read_to_string(&mut body).await.is_err()
+        {
+            return 0.0;
+        }
+        body.lines()
+            .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
     }
 
     /// Peak resident set size in KiB (`VmHWM`), or 0 if unreadable.
@@ -343,6 +383,12 @@ async fn run(rs_count: usize, replicas: usize, workers: usize) {
     tokio::time::sleep(Duration::from_secs(3)).await;
     let stats = cluster.requests().since(&before);
     let peak_rss_kib = controller.peak_rss_kib();
+    let syncs = controller
+        .metric_sum("controller_runtime_reconcile_total")
+        .await;
+    let stale_skips = controller
+        .metric_sum("replicaset_controller_stale_sync_skips_total")
+        .await;
     let warnings = controller.count_logged("WARN");
     let errors = controller.count_logged("ERROR");
     let exit = controller.stop().await;
@@ -379,6 +425,10 @@ async fn run(rs_count: usize, replicas: usize, workers: usize) {
         "controller_peak_rss_mib": (peak_rss_kib as f64 / 1024.0 * 10.0).round() / 10.0,
         "controller_cpu_s": (controller_cpu * 100.0).round() / 100.0,
         "cluster_and_driver_cpu_s": (own_cpu * 100.0).round() / 100.0,
+        "controller_syncs": syncs,
+        "syncs_per_pod": (syncs / pods as f64 * 1000.0).round() / 1000.0,
+        "stale_sync_skips": stale_skips,
+        "controller_cpu_ms_per_pod": (controller_cpu * 1000.0 / pods as f64 * 1000.0).round() / 1000.0,
         "controller_requests": controller_requests,
         "pod_creates": pod_creates.total(),
         "pod_creates_at_convergence": at_convergence.count("create", "pods").total(),

@@ -65,6 +65,13 @@ pub struct ControllerArgs {
     #[arg(long, value_name = "BOOL", default_value_t = true, num_args = 0..=1,
           default_missing_value = "true", action = clap::ArgAction::Set)]
     pub read_own_writes: bool,
+
+    /// Cache pods stripped to what the controller reads (labels, owner
+    /// references, node, phase, readiness, restart counts, deletion cost):
+    /// a fraction of their memory. "false" caches whole pods.
+    #[arg(long, value_name = "BOOL", default_value_t = true, num_args = 0..=1,
+          default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub slim_pod_cache: bool,
 }
 
 impl ControllerArgs {
@@ -75,6 +82,7 @@ impl ControllerArgs {
             burst_replicas: self.burst_replicas,
             churn_guard: self.churn_guard_options(),
             read_own_writes: self.read_own_writes,
+            slim_pod_cache: self.slim_pod_cache,
             ..ControllerOptions::default()
         }
     }
@@ -200,6 +208,17 @@ mod tests {
             assert!(!options.read_own_writes, "{flags:?}");
         }
         assert!(parse(&["--read-own-writes=maybe"]).is_err());
+    }
+
+    #[test]
+    fn slim_pod_cache_flag() {
+        assert!(parse(&[]).unwrap().controller_options().slim_pod_cache);
+        let off = parse(&["--slim-pod-cache=false"]).unwrap();
+        assert!(!off.controller_options().slim_pod_cache);
+        assert!(
+            !ControllerOptions::default().slim_pod_cache,
+            "opt-in for library users"
+        );
     }
 
     #[test]

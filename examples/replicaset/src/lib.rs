@@ -72,8 +72,12 @@
 //!
 //! - the controller — a `ctrlkit_runtime::Controller` over the owners that
 //!   owns pods: orphans are offered to the owners whose selector matches
-//!   them ([`owners_selecting`]), unchanged pods do not wake their owner, a
-//!   pod turning ready queues its owner again after `minReadySeconds`; the
+//!   them ([`owners_selecting`]), a pod update wakes its owner only if it
+//!   changes what the sync acts on (labels, owner references, terminal
+//!   phase, readiness and its time; docs/performance.md has the rule), a
+//!   pod turning ready queues its owner again after `minReadySeconds`;
+//!   with [`ControllerOptions::slim_pod_cache`] pods are cached as
+//!   [`slim_pod`] leaves them; the
 //!   owner cache is indexed by controller UID (related owners for ranking)
 //!   and the pod cache by controller UID and orphan labels (a sync reads
 //!   only its own pods and the orphans it could adopt); keys are typed
@@ -160,6 +164,11 @@
 //! ```
 
 pub mod cli;
+
+/// With the `mimalloc` feature, mimalloc is the global allocator.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod compat;
 mod controller;
 mod error;
@@ -169,7 +178,7 @@ pub use controller::{
     BURST_REPLICAS, Controller, ControllerMetrics, ControllerOptions, DEFAULT_WORKERS,
     EMPTY_SELECTOR_REASON, FAILED_CREATE_REASON, FAILED_DELETE_REASON, INVALID_SELECTOR_REASON,
     KubeOwnerClient, OwnerClient, ReplicaSetController, ReplicationManager,
-    SELECTOR_MISMATCH_REASON, calculate_status, desired_replicas, owners_selecting,
+    SELECTOR_MISMATCH_REASON, calculate_status, desired_replicas, owners_selecting, slim_pod,
     status_unchanged,
 };
 pub use controller::{

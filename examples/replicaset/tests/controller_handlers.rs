@@ -249,6 +249,97 @@ async fn a_resync_with_the_same_resource_version_is_ignored() {
     assert!(h.drain_queue().is_empty());
 }
 
+/// An edit of a pod's JSON.
+type Change = dyn Fn(&mut serde_json::Value);
+
+#[tokio::test]
+async fn owned_pod_updates_wake_the_owner_only_for_what_the_sync_acts_on() {
+    let h = RsHarness::new();
+    let rs = replica_set("web", 1, "web");
+    h.owner(&rs);
+    let base = PodSpec::running("web")
+        .pending()
+        .owned_by(&rs)
+        .unscheduled()
+        .build("p");
+    h.pod(&base);
+    h.drain_queue();
+    let wakes = |change: &Change| {
+        let new = with_rv(&edit(&base, change), "2");
+        h.update_pod(&Arc::new(base.clone()), &Arc::new(new));
+        !h.drain_queue().is_empty()
+    };
+
+    // Binding, starting, restarts, images, IPs, other conditions, other
+    // annotations and the deletion cost: nothing the sync decides on.
+    let ignored: [(&str, &Change); 7] = [
+        ("bound", &|v| v["spec"]["nodeName"] = json!("node-7")),
+        ("started", &|v| v["status"]["phase"] = json!("Running")),
+        ("restarted", &|v| {
+            v["status"]["containerStatuses"] = json!([{
+                "name": "c", "image": "foo/bar", "imageID": "", "ready": false, "restartCount": 3
+            }])
+        }),
+        ("ip", &|v| v["status"]["podIP"] = json!("10.0.0.7")),
+        ("condition", &|v| {
+            v["status"]["conditions"]
+                .as_array_mut()
+                .unwrap()
+                .push(json!({"type": "PodScheduled", "status": "True"}))
+        }),
+        (
+            "cost",
+            &|v| {
+                v["metadata"]["annotations"] =
+                    json!({"controller.kubernetes.io/pod-deletion-cost": "5"})
+            },
+        ),
+        ("not-ready time", &|v| {
+            v["status"]["conditions"][0]["lastTransitionTime"] = json!("2020-01-01T00:00:00Z")
+        }),
+    ];
+    for (what, change) in ignored {
+        assert!(!wakes(change), "{what} woke the owner");
+    }
+
+    // Readiness, terminal phases, a failure reason, labels and owner
+    // references do.
+    let acted_on: [(&str, &Change); 5] = [
+        ("ready", &|v| {
+            v["status"]["conditions"][0]["status"] = json!("True")
+        }),
+        ("succeeded", &|v| v["status"]["phase"] = json!("Succeeded")),
+        ("failed", &|v| {
+            v["status"]["phase"] = json!("Failed");
+            v["status"]["reason"] = json!("Evicted");
+        }),
+        ("labels", &|v| v["metadata"]["labels"]["tier"] = json!("fe")),
+        ("owner references", &|v| {
+            v["metadata"]["ownerReferences"]
+                .as_array_mut()
+                .unwrap()
+                .push(json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "c", "uid": "c"}))
+        }),
+    ];
+    for (what, change) in acted_on {
+        assert!(wakes(change), "{what} did not wake the owner");
+    }
+
+    // A ready pod whose Ready transition time moves (it went unready and
+    // back between two watch events) is counted as available later.
+    let ready = PodSpec::running("web").owned_by(&rs).build("q");
+    h.pod(&ready);
+    h.drain_queue();
+    let moved = with_rv(
+        &edit(&ready, |v| {
+            v["status"]["conditions"][0]["lastTransitionTime"] = json!("2030-01-01T00:00:00Z")
+        }),
+        "2",
+    );
+    h.update_pod(&Arc::new(ready), &Arc::new(moved));
+    assert_eq!(h.drain_queue(), ["default/web"]);
+}
+
 #[tokio::test]
 async fn label_and_controller_changes_enqueue_old_and_new_owners() {
     // Upstream's TestUpdatePods.

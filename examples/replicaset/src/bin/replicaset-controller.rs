@@ -4,8 +4,6 @@
 //! Run `replicaset-controller --help` for the flags. Logs go to stderr,
 //! filtered by `--log-level` / `RUST_LOG` (default `info`).
 
-use std::process::ExitCode;
-
 use clap::Parser;
 use ctrlkit_replicaset::ReplicaSetController;
 use ctrlkit_replicaset::cli::ControllerArgs;
@@ -28,11 +26,10 @@ struct Cli {
 }
 
 #[tokio::main]
-async fn main() -> ExitCode {
+async fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    let options = cli.controller.controller_options();
     run_main("replicaset-controller", &cli.manager, |manager| {
-        ReplicaSetController::add_to(manager, options)
+        ReplicaSetController::add_to(manager, cli.controller.controller_options())
     })
     .await
 }

@@ -5,8 +5,6 @@
 //! Run `replication-controller --help` for the flags. Logs go to stderr,
 //! filtered by `--log-level` / `RUST_LOG` (default `info`).
 
-use std::process::ExitCode;
-
 use clap::Parser;
 use ctrlkit_replicaset::ReplicationManager;
 use ctrlkit_replicaset::cli::ControllerArgs;
@@ -30,11 +28,10 @@ struct Cli {
 }
 
 #[tokio::main]
-async fn main() -> ExitCode {
+async fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    let options = cli.controller.controller_options();
     run_main("replication-controller", &cli.manager, |manager| {
-        ReplicationManager::add_to(manager, options)
+        ReplicationManager::add_to(manager, cli.controller.controller_options())
     })
     .await
 }

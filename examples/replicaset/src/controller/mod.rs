@@ -13,6 +13,7 @@ mod metrics;
 mod options;
 mod pods;
 mod read_own_writes;
+mod slim_pod;
 mod status;
 mod sync;
 mod tracking_metrics;
@@ -38,6 +39,7 @@ pub use invalid_spec::{EMPTY_SELECTOR_REASON, INVALID_SELECTOR_REASON, SELECTOR_
 pub use metrics::ControllerMetrics;
 pub use options::{BURST_REPLICAS, ControllerOptions, DEFAULT_WORKERS};
 pub use pods::owners_selecting;
+pub use slim_pod::slim_pod;
 pub use status::{
     FAILED_CREATE_REASON, FAILED_DELETE_REASON, calculate_status, desired_replicas,
     status_unchanged,

@@ -40,6 +40,10 @@ pub struct ControllerOptions {
     /// acts anyway and reports the missing creations as lost (default 5
     /// minutes, upstream's `ExpectationsTimeout`).
     pub expectations_ttl: Duration,
+    /// Cache pods slimmed by [`slim_pod`](crate::slim_pod) to what the
+    /// controller reads (default `false`: full pods, as other users of a
+    /// shared pod informer may need them; the binaries turn it on).
+    pub slim_pod_cache: bool,
 }
 
 impl Default for ControllerOptions {
@@ -52,6 +56,7 @@ impl Default for ControllerOptions {
             read_own_writes: true,
             read_own_writes_max_wait: ctrlkit_consistency::DEFAULT_MAX_WAIT,
             expectations_ttl: DEFAULT_EXPECTATIONS_TTL,
+            slim_pod_cache: false,
         }
     }
 }

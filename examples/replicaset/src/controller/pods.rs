@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use ctrlkit_informer::{ObjectKey, Store, controller_ref};
+use ctrlkit_podcontrol::pod::{PHASE_FAILED, is_pod_ready, is_pod_terminal, pod_ready_time};
 use ctrlkit_refmanager::Selector;
 use k8s_openapi::api::core::v1::Pod;
 
@@ -49,14 +50,51 @@ pub(super) fn orphan_owner_keys<O: ReplicaOwner>(pod: &Pod, owners: &Store<O>) -
         .collect()
 }
 
-/// Whether an update of a pod (whose controller did not change) should
-/// wake its owner: not a resync re-announcing an unchanged pod, and for an
-/// orphan only a change of labels (what decides who may adopt it).
+/// Whether an update of a pod (whose controller did not change and which
+/// is not being deleted: the runtime always passes those on) should wake
+/// its owner. Only a change the next sync would act on does:
+///
+/// - its labels (claim, adoption, `fullyLabeledReplicas`) or owner
+///   references (claim);
+/// - whether it is terminal (`Succeeded`/`Failed`: no longer active, so
+///   `replicas` and the churn guard), and, for a failed pod, the reason the
+///   churn guard matches;
+/// - whether it is ready, and when it became ready (`readyReplicas`,
+///   `availableReplicas` after `minReadySeconds`).
+///
+/// Upstream's `updatePod` wakes the owner on every new resourceVersion.
+/// Skipped here are the updates that only change what ranks pods for a
+/// scale-down (node, restart counts, deletion-cost annotation, phase
+/// `Pending` → `Running`), or nothing the controller reads (images,
+/// conditions other than `Ready`, IPs): the ranking is computed from the
+/// cache by the sync that deletes, which the spec change or the pod count
+/// starts, so a change of rank alone never needs one. A resync that
+/// re-announces an unchanged pod (same resourceVersion) is skipped too, as
+/// upstream. For an orphan only its labels matter (who may adopt it).
 pub(super) fn pod_update_matters(old: &Pod, new: &Pod) -> bool {
     if old.metadata.resource_version == new.metadata.resource_version {
         return false;
     }
-    controller_ref(&new.metadata).is_some() || old.metadata.labels != new.metadata.labels
+    if old.metadata.labels != new.metadata.labels {
+        return true;
+    }
+    if controller_ref(&new.metadata).is_none() {
+        return false;
+    }
+    old.metadata.owner_references != new.metadata.owner_references
+        || is_pod_terminal(old) != is_pod_terminal(new)
+        || failure_reason(old) != failure_reason(new)
+        || is_pod_ready(old) != is_pod_ready(new)
+        || pod_ready_time(old) != pod_ready_time(new)
+}
+
+/// The reason of a failed pod (what the churn guard matches), `None` for
+/// any other phase.
+fn failure_reason(pod: &Pod) -> Option<&str> {
+    let status = pod.status.as_ref()?;
+    (status.phase.as_deref() == Some(PHASE_FAILED))
+        .then_some(status.reason.as_deref())
+        .flatten()
 }
 
 impl<O: ReplicaOwner> Shared<O> {

@@ -11,6 +11,7 @@
 use std::sync::Arc;
 
 use ctrlkit_consistency::{GroupResource, NotObservedYet};
+use ctrlkit_informer::ObjectKey;
 use ctrlkit_podcontrol::PodControl;
 use ctrlkit_runtime::child::{Observed, RecordWrites};
 use k8s_openapi::api::core::v1::Pod;
@@ -20,19 +21,21 @@ use super::counters::SyncCounters;
 use super::metrics::ControllerMetrics;
 use crate::owner::ReplicaOwner;
 
-/// Counts a sync the runtime skipped because a cache had not shown a
-/// write yet: the plain counter and
+/// What the runtime calls for a sync it skipped because a cache had not
+/// shown a write yet: counts it in the plain counter and in
 /// `replicaset_controller_stale_sync_skips_total{resource}`.
-pub(super) fn count_skip<O: ReplicaOwner>(
-    counters: &SyncCounters,
+pub(super) fn skip_counter<O: ReplicaOwner>(
+    counters: &Arc<SyncCounters>,
     metrics: Option<&ControllerMetrics>,
-    why: &NotObservedYet,
-) {
-    counters.stale_sync_skip();
-    if let Some(metrics) = metrics {
-        metrics
-            .tracking
-            .inc_stale_sync_skips(O::QUEUE_NAME, &why.resource);
+) -> impl Fn(&ObjectKey, &NotObservedYet) + Send + Sync + 'static {
+    let (counters, metrics) = (Arc::clone(counters), metrics.cloned());
+    move |_, why| {
+        counters.stale_sync_skip();
+        if let Some(metrics) = &metrics {
+            metrics
+                .tracking
+                .inc_stale_sync_skips(O::QUEUE_NAME, &why.resource);
+        }
     }
 }
 

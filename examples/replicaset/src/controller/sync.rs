@@ -40,28 +40,30 @@ impl<O: ReplicaOwner> Shared<O> {
     /// caches show this controller's last writes for `key`
     /// (read-own-writes) before reading `owner` from the cache, so the copy
     /// already holds our last status write.
-    pub(crate) async fn sync(
-        &self,
-        key: &ObjectKey,
+    ///
+    /// The controller's reconcile: the runtime calls it with each key.
+    pub(crate) async fn reconcile(
+        key: ObjectKey,
         owner: Option<Arc<O>>,
+        shared: Arc<Self>,
     ) -> Result<Action, Error> {
         if key.namespace.is_empty() {
             return Err(Error::InvalidKey(key.to_string()));
         }
         let key = &key.to_string();
         let started = tokio::time::Instant::now();
-        let result = match self.sync_owner(key, owner).await {
+        let result = match shared.sync_owner(key, owner).await {
             // Deleted behind the cache's back: the informer's delete event
             // will follow; retrying before it would only fail again.
             Err(Error::OwnerGone { .. }) => {
                 tracing::debug!(key, "owner is gone from the API server");
-                self.expectations.delete_expectations(key);
+                shared.expectations.delete_expectations(key);
                 Ok(Action::done())
             }
             result => result,
         };
         // Creations held back by the churn guard resume when it ends.
-        let result = result.map(|action| self.with_churn_requeue(key, action));
+        let result = result.map(|action| shared.with_churn_requeue(key, action));
         tracing::debug!(
             kind = O::kind(&()).as_ref(),
             key,

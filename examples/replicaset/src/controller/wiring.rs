@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{
     ControllerMetrics, ControllerOptions, KubeOwnerClient, OwnerClient, Shared, availability,
-    churn, counters, pods, read_own_writes,
+    churn, counters, pods, read_own_writes, slim_pod,
 };
 use crate::Error;
 use crate::owner::ReplicaOwner;
@@ -71,15 +71,6 @@ impl<O: ReplicaOwner> fmt::Debug for Controller<O> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_tuple("Controller").field(&self.runtime).finish()
     }
-}
-
-/// The reconcile the runtime calls for each key.
-async fn reconcile<O: ReplicaOwner>(
-    key: ObjectKey,
-    owner: Option<Arc<O>>,
-    shared: Arc<Shared<O>>,
-) -> Result<Action, Error> {
-    shared.sync(&key, owner).await
 }
 
 impl<O: ReplicaOwner> Controller<O> {
@@ -151,8 +142,9 @@ impl<O: ReplicaOwner> Controller<O> {
     }
 
     /// The wiring: owners and their pods (orphans reach the owners whose
-    /// selector matches them, unchanged pods do not wake their owner, a pod
-    /// turning ready looks again after `minReadySeconds`), the indexes the
+    /// selector matches them, pod updates wake their owner only for what
+    /// the sync acts on, a pod turning ready looks again after
+    /// `minReadySeconds`, cached pods slimmed if asked), the indexes the
     /// sync reads, read-own-writes, and the per-owner state dropped with
     /// the owner.
     fn build(
@@ -164,13 +156,17 @@ impl<O: ReplicaOwner> Controller<O> {
     ) -> Result<Self, Error> {
         let churn = Arc::new(churn::ChurnTracker::new(options.churn_guard.clone()));
         let counters = Arc::new(counters::SyncCounters::default());
+        let owns = match options.slim_pod_cache {
+            true => owns.transform(slim_pod),
+            false => owns,
+        };
         let owns = owns
             .orphans(pods::orphan_owner_keys)
             .update_filter(pods::pod_update_matters)
             .requeue_after(|old, new, owner: &O| availability::min_ready_requeue(old, new, owner))
             .index(BY_ORPHAN_LABEL, index_orphans_by_label);
         let forget = Arc::clone(&churn);
-        let skipped = (Arc::clone(&counters), metrics.clone());
+        let count_skip = read_own_writes::skip_counter::<O>(&counters, metrics.as_ref());
         let mut builder = builder
             .name(O::QUEUE_NAME)
             .workers(options.workers.max(1))
@@ -178,9 +174,7 @@ impl<O: ReplicaOwner> Controller<O> {
             .index(BY_CONTROLLER_UID, index_by_controller_uid)
             .owns_with(owns)
             .on_owner_deleted(move |key| forget.forget(&key.to_string()))
-            .on_stale_skip(move |_, why| {
-                read_own_writes::count_skip::<O>(&skipped.0, skipped.1.as_ref(), why)
-            });
+            .on_stale_skip(count_skip);
         if options.read_own_writes {
             builder = builder.read_own_writes(options.read_own_writes_max_wait);
         }
@@ -191,11 +185,8 @@ impl<O: ReplicaOwner> Controller<O> {
             builder = builder.metrics(metrics.runtime());
         }
         let runtime = builder.build()?;
-        let pods = runtime
-            .store_of::<Pod>()
-            .ok_or(Error::MissingCache("pods"))?;
         let shared = Arc::new(Shared {
-            pods,
+            pods: runtime.store_of().ok_or(Error::MissingCache("pods"))?,
             owners: runtime.store(),
             expectations: Arc::clone(runtime.expectations()),
             pod_control: writers.pod_control,
@@ -218,7 +209,11 @@ impl<O: ReplicaOwner> Controller<O> {
     /// [`Error::Run`] if an informer stops before it synced.
     pub async fn run(self, shutdown: CancellationToken) -> Result<(), Error> {
         self.runtime
-            .run(reconcile::<O>, self.shared, shutdown.cancelled_owned())
+            .run(
+                Shared::<O>::reconcile,
+                self.shared,
+                shutdown.cancelled_owned(),
+            )
             .await?;
         Ok(())
     }
@@ -231,7 +226,11 @@ impl<O: ReplicaOwner> Controller<O> {
     /// Whatever failed; see [`Error`].
     pub async fn sync(&self, key: &ObjectKey) -> Result<Action, Error> {
         self.runtime
-            .reconcile_once(key.clone(), reconcile::<O>, Arc::clone(&self.shared))
+            .reconcile_once(
+                key.clone(),
+                Shared::<O>::reconcile,
+                Arc::clone(&self.shared),
+            )
             .await
     }
 
