@@ -210,3 +210,77 @@ async fn replication_controller_binary_converges_a_replication_controller() {
     let status = controller.wait_exit().await;
     assert!(status.success(), "exit status {status}");
 }
+
+/// One ReplicaSet the client cannot decode (here a number where the pod
+/// template has a string; on a real cluster a newer API version's field or
+/// a webhook's mistake) blinds nothing: the others converge, and it gets a
+/// `Warning DecodeFailed` event naming the problem (issue 15).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_undecodable_replicaset_gets_a_warning_event_and_blinds_nothing() {
+    use k8s_openapi::api::core::v1::Event;
+    use kube::api::ListParams;
+    let cluster = Cluster::start().await;
+    let client = cluster.client();
+    let bad: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": "bad", "namespace": "default"},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "bad"}},
+            "template": {
+                "metadata": {"labels": {"app": "bad"}},
+                "spec": {"containers": [{
+                    "name": "pause",
+                    "image": "registry.k8s.io/pause:3.10",
+                    "terminationMessagePath": 42
+                }]}
+            }
+        }
+    }))
+    .unwrap();
+    process::replicasets(&client, "default")
+        .create(&PostParams::default(), &bad)
+        .await
+        .unwrap();
+
+    let kubeconfig = cluster.kubeconfig.path().to_str().unwrap().to_string();
+    let mut controller = Process::spawn(
+        "rs-controller",
+        BIN,
+        &[
+            "--kubeconfig",
+            &kubeconfig,
+            "--metrics-addr",
+            "127.0.0.1:0",
+            "--health-addr",
+            "127.0.0.1:0",
+        ],
+    );
+    let uid = create_replicaset(&client, "default", "good", 2).await;
+    wait_converged(&client, "default", "good", &uid, 2).await;
+
+    let events: Api<Event> = Api::namespaced(client.clone(), "default");
+    let warning = process::eventually("a DecodeFailed event on the bad ReplicaSet", || {
+        let events = events.clone();
+        async move {
+            let list = events
+                .list(&ListParams::default().fields("involvedObject.name=bad"))
+                .await
+                .ok()?;
+            list.items
+                .into_iter()
+                .find(|e| e.reason.as_deref() == Some("DecodeFailed"))
+        }
+    })
+    .await;
+    assert_eq!(warning.type_.as_deref(), Some("Warning"));
+    assert_eq!(warning.involved_object.kind.as_deref(), Some("ReplicaSet"));
+    let message = warning.message.unwrap_or_default();
+    assert!(
+        message.contains("terminationMessagePath") || message.contains("invalid type"),
+        "{message}"
+    );
+    controller.sigterm();
+    assert!(controller.wait_exit().await.success());
+}

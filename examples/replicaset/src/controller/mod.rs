@@ -22,11 +22,11 @@ mod wiring;
 use std::sync::Arc;
 
 use ctrlkit_consistency::ConsistencyStore;
+use ctrlkit_events::Recorder;
 use ctrlkit_expectations::ControllerExpectations;
 use ctrlkit_informer::{ObjectKey, Store};
 use ctrlkit_podcontrol::PodControl;
 use k8s_openapi::api::core::v1::Pod;
-use kube::runtime::events::Recorder;
 
 use crate::owner::ReplicaOwner;
 

@@ -197,15 +197,15 @@ impl<O: ReplicaOwner> Shared<O> {
         let Some(recorder) = &self.recorder else {
             return;
         };
-        let event = kube::runtime::events::Event {
-            type_: kube::runtime::events::EventType::Warning,
+        let event = ctrlkit_events::Event {
+            type_: ctrlkit_events::EventType::Warning,
             reason: reason.to_owned(),
             note: Some(error.to_string()),
             action: "Sync".to_owned(),
             secondary: None,
         };
-        if let Err(e) = recorder.publish(&event, &owner.object_ref(&())).await {
-            tracing::debug!(error = %e, "failed to publish event");
+        if let Err(e) = recorder.publish(&event, &owner.object_ref(&())) {
+            tracing::debug!(error = %e, "failed to queue event");
         }
     }
 

@@ -5,6 +5,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use ctrlkit_events::{Recorder, undecodable_warning};
 use ctrlkit_informer::{
     BY_CONTROLLER_UID, BY_ORPHAN_LABEL, Informer, ObjectKey, SharedInformerFactory,
     index_by_controller_uid, index_orphans_by_label,
@@ -14,7 +15,6 @@ use ctrlkit_runtime::manager::{FnRunnable, LeaderFence, Manager};
 use ctrlkit_runtime::{Action, ControllerBuilder, Owns};
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Pod, ReplicationController};
-use kube::runtime::events::Recorder;
 use tokio_util::sync::CancellationToken;
 
 use super::{
@@ -33,13 +33,14 @@ struct Writers<O> {
 }
 
 impl<O: ReplicaOwner> Writers<O> {
-    /// Writers through `client`; pod writes also pass `fence`.
-    fn kube(client: kube::Client, fence: LeaderFence) -> Self {
-        let pods = KubePodControl::new(client.clone(), O::CONTROLLER_NAME);
+    /// Writers through `client`; pod writes also pass `fence`; every event
+    /// (pod creates and deletes, warnings) goes through `recorder`.
+    fn kube(client: kube::Client, fence: LeaderFence, recorder: Recorder) -> Self {
+        let pods = KubePodControl::with_event_recorder(client.clone(), recorder.clone());
         Self {
             pod_control: Arc::new(pods.with_write_gate(Arc::new(fence))),
-            owner_client: Arc::new(KubeOwnerClient::new(client.clone())),
-            recorder: Some(Recorder::new(client, O::CONTROLLER_NAME.into())),
+            owner_client: Arc::new(KubeOwnerClient::new(client)),
+            recorder: Some(recorder),
         }
     }
 }
@@ -85,10 +86,17 @@ impl<O: ReplicaOwner> Controller<O> {
     /// [`Error::Build`] if the controller is declared twice on `manager`.
     pub fn add_to(manager: &mut Manager, mut options: ControllerOptions) -> Result<(), Error> {
         options.namespace = manager.namespace().map(str::to_owned);
-        let writers = Writers::kube(manager.client().clone(), manager.fence());
+        let recorder = manager.event_recorder(O::CONTROLLER_NAME);
+        let writers = Writers::kube(manager.client().clone(), manager.fence(), recorder.clone());
         let metrics = ControllerMetrics::register(manager.registry_mut());
         let builder = ctrlkit_runtime::Controller::builder(manager.factory());
         let controller = Self::build(builder, Owns::new(), writers, &options, Some(metrics))?;
+        // One owner the client cannot decode is skipped by the informer
+        // (logged, counted); this also puts a Warning event on it.
+        controller
+            .runtime()
+            .informer()
+            .add_event_handler(undecodable_warning::<O>(recorder));
         manager.add(FnRunnable::new(O::QUEUE_NAME, move |stop| {
             controller.run(stop)
         }));
@@ -112,7 +120,8 @@ impl<O: ReplicaOwner> Controller<O> {
     ) -> Result<Self, Error> {
         let metrics = registry.map(ControllerMetrics::register);
         let builder = ctrlkit_runtime::Controller::builder(factory);
-        let writers = Writers::kube(client, LeaderFence::unfenced());
+        let recorder = Recorder::new(client.clone(), O::CONTROLLER_NAME);
+        let writers = Writers::kube(client, LeaderFence::unfenced(), recorder);
         Self::build(builder, Owns::new(), writers, &options, metrics)
     }
 

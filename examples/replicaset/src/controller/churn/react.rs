@@ -180,8 +180,8 @@ impl<O: ReplicaOwner> Shared<O> {
             action: "Create".to_owned(),
             secondary: None,
         };
-        if let Err(error) = recorder.publish(&event, &owner.object_ref(&())).await {
-            tracing::debug!(%error, "failed to publish event");
+        if let Err(error) = recorder.publish(&event, &owner.object_ref(&())) {
+            tracing::debug!(%error, "failed to queue event");
         }
     }
 
