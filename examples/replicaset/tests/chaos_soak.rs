@@ -17,11 +17,15 @@
 //! operation as it is applied.
 #![allow(clippy::unwrap_used)]
 
+#[path = "chaos_soak/idle_log.rs"]
+mod idle_log;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant as WallInstant};
 
 use axum::http::{HeaderName, HeaderValue};
 use ctrlkit_informer::SharedInformerFactory;
+use ctrlkit_podcontrol::availability::next_pod_availability_check;
 use ctrlkit_podcontrol::pod::{is_pod_active, is_pod_available, is_pod_ready, is_pod_terminating};
 use ctrlkit_replicaset::{
     ControllerOptions, DEFAULT_FAILED_PODS_KEPT, ReplicaSetController, ReplicationManager,
@@ -856,6 +860,43 @@ fn violations(seed: u64, owners: &[OwnerView], pods: &[Pod], now: Timestamp) -> 
     out
 }
 
+/// Ready pods that their owner's `minReadySeconds` does not count as
+/// available yet at `now`, with how long until it does: `(pod, wait)`.
+///
+/// The kubelet simulation stamps readiness with the wall clock (as do the
+/// controllers when they judge availability), while everything else in
+/// the soak runs on tokio's paused clock, which gets through seconds of
+/// scenario in milliseconds: a pod that turned ready just before the
+/// checks passed still has its availability transition (and the owner's
+/// status write for it) ahead of it on the wall clock.
+fn pending_availability(
+    owners: &[OwnerView],
+    pods: &[Pod],
+    now: Timestamp,
+) -> Vec<(String, Duration)> {
+    let mut out = Vec::new();
+    for owner in owners.iter().filter(|o| o.min_ready > 0) {
+        for pod in pods
+            .iter()
+            .filter(|p| is_pod_active(p) && controller_refs(p).iter().any(|r| r.uid == owner.uid))
+        {
+            if let Some(wait) = next_pod_availability_check(pod, owner.min_ready, now) {
+                out.push((format!("{} pod {}", owner.what, pod_name(pod)), wait));
+            }
+        }
+    }
+    out
+}
+
+/// Lets `wait` of wall-clock time pass with tokio's clock running in real
+/// time meanwhile, so timers and wall-clock timestamps move together (a
+/// paused clock would race through minutes of timers in that time).
+async fn real_time_wait(wait: Duration) {
+    tokio::time::resume();
+    tokio::time::sleep(wait).await;
+    tokio::time::pause();
+}
+
 // ---------------------------------------------------------------------------
 // One seed
 
@@ -970,11 +1011,33 @@ async fn run_seed(seed: u64, ops: usize, trace: bool) -> SeedReport {
     let settle_wall = WallInstant::now();
     let mut passed = 0;
     let mut last = Vec::new();
+    // Availability transitions still ahead on the wall clock once the
+    // checks pass: waited for before the idle window rather than counted
+    // in it.
+    let (mut availability_waits, mut availability_waited) = (0, Duration::ZERO);
+    let old_idle = std::env::var_os("CTRLKIT_SOAK_OLD_IDLE").is_some();
     let settled = loop {
         match read_world(&client).await {
             Ok((owners, pods)) => {
-                last = violations(seed, &owners, &pods, Timestamp::now());
+                let now = Timestamp::now();
+                last = violations(seed, &owners, &pods, now);
                 passed = if last.is_empty() { passed + 1 } else { 0 };
+                let pending = pending_availability(&owners, &pods, now);
+                if passed >= SETTLED_AFTER && !pending.is_empty() && !old_idle {
+                    // Past the latest transition (timestamps are whole
+                    // seconds), then the checks must pass again.
+                    let wait = pending.iter().map(|(_, w)| *w).max().unwrap_or_default()
+                        + Duration::from_millis(100);
+                    if trace {
+                        println!(
+                            "seed {seed}: waiting {wait:?} (wall) for availability: {pending:?}"
+                        );
+                    }
+                    availability_waits += pending.len();
+                    availability_waited += wait;
+                    real_time_wait(wait).await;
+                    passed = 0;
+                }
             }
             Err(e) => driver
                 .errors
@@ -991,6 +1054,7 @@ async fn run_seed(seed: u64, ops: usize, trace: bool) -> SeedReport {
     let settle_virtual = settle_started.elapsed();
     let mut found = Vec::new();
     let mut idle_requests = None;
+    let mut idle_virtual = None;
     if !settled {
         found.push(format!(
             "seed {seed}: did not settle within {:?} (virtual) / {:?} (wall); {} violation(s) left",
@@ -1002,22 +1066,29 @@ async fn run_seed(seed: u64, ops: usize, trace: bool) -> SeedReport {
     } else {
         // Idle: the controllers should make (almost) no requests.
         cluster.reset_requests();
+        let idle_log = idle_log::IdleLog::start(&client, NS).await;
+        let idle_started = tokio::time::Instant::now();
         tokio::time::sleep(IDLE_WINDOW).await;
-        // Pod readiness times are wall-clock times, the controllers'
-        // requeue timers run on the paused clock: a pod may cross
-        // `minReadySeconds` on the wall clock just after the paused clock
-        // raced through the window. Let some wall-clock time pass in small
-        // paused steps, so the controllers' availability requeues see it.
-        let wall_wait = WallInstant::now();
-        while wall_wait.elapsed() < Duration::from_secs(3) {
-            tokio::time::sleep(Duration::from_millis(100)).await;
+        if old_idle {
+            let wall_wait = WallInstant::now();
+            while wall_wait.elapsed() < Duration::from_secs(3) {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
         }
+        idle_virtual = Some(idle_started.elapsed());
         let idle = cluster.requests();
         let non_watch = idle.total().total() - idle.by_verb().get("watch").map_or(0, |c| c.total());
         idle_requests = Some(non_watch);
+        let changes = match idle_log {
+            Ok(log) => log.finish().join("\n"),
+            Err(e) => format!("(could not watch the idle window: {e})"),
+        };
+        if trace {
+            println!("seed {seed}: changes while idle:\n{changes}");
+        }
         if non_watch > IDLE_REQUEST_BOUND {
             found.push(format!(
-                "seed {seed}: hot loop: {non_watch} non-watch requests in {IDLE_WINDOW:?} of idle time (bound {IDLE_REQUEST_BOUND}):\n{idle}"
+                "seed {seed}: hot loop: {non_watch} non-watch requests in {IDLE_WINDOW:?} of idle time (bound {IDLE_REQUEST_BOUND}):\n{idle}\nchanges while idle:\n{changes}"
             ));
         }
         match read_world(&client).await {
@@ -1044,7 +1115,9 @@ async fn run_seed(seed: u64, ops: usize, trace: bool) -> SeedReport {
     let summary = format!(
         "seed {seed}: {ops} ops ({} skipped, {restarts} restarts, {gones} forced 410s, watch cut after {} events), \
          faults injected [{faults}], {controller_requests} non-watch controller requests, {pod_creates} pod creates; at the end {} owners, {} pods; \
-         ops took {:?} virtual, settled in {settle_virtual:?} virtual, {idle_requests:?} non-watch requests while idle; \
+         ops took {:?} virtual, settled in {settle_virtual:?} virtual \
+         (waited {availability_waited:?} wall for {availability_waits} pods to become available), \
+         {idle_requests:?} non-watch requests in {idle_virtual:?} virtual while idle; \
          {:?} wall; {} violation(s)",
         driver.skipped,
         plan.watch_cut_after,
