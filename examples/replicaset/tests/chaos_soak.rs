@@ -1015,7 +1015,6 @@ async fn run_seed(seed: u64, ops: usize, trace: bool) -> SeedReport {
     // checks pass: waited for before the idle window rather than counted
     // in it.
     let (mut availability_waits, mut availability_waited) = (0, Duration::ZERO);
-    let old_idle = std::env::var_os("CTRLKIT_SOAK_OLD_IDLE").is_some();
     let settled = loop {
         match read_world(&client).await {
             Ok((owners, pods)) => {
@@ -1023,11 +1022,12 @@ async fn run_seed(seed: u64, ops: usize, trace: bool) -> SeedReport {
                 last = violations(seed, &owners, &pods, now);
                 passed = if last.is_empty() { passed + 1 } else { 0 };
                 let pending = pending_availability(&owners, &pods, now);
-                if passed >= SETTLED_AFTER && !pending.is_empty() && !old_idle {
+                if passed >= SETTLED_AFTER && !pending.is_empty() {
                     // Past the latest transition (timestamps are whole
                     // seconds), then the checks must pass again.
-                    let wait = pending.iter().map(|(_, w)| *w).max().unwrap_or_default()
-                        + Duration::from_millis(100);
+                    let wait = (pending.iter().map(|(_, w)| *w).max().unwrap_or_default()
+                        + Duration::from_millis(100))
+                    .min(SETTLE_WALL.saturating_sub(settle_wall.elapsed()));
                     if trace {
                         println!(
                             "seed {seed}: waiting {wait:?} (wall) for availability: {pending:?}"
@@ -1069,12 +1069,6 @@ async fn run_seed(seed: u64, ops: usize, trace: bool) -> SeedReport {
         let idle_log = idle_log::IdleLog::start(&client, NS).await;
         let idle_started = tokio::time::Instant::now();
         tokio::time::sleep(IDLE_WINDOW).await;
-        if old_idle {
-            let wall_wait = WallInstant::now();
-            while wall_wait.elapsed() < Duration::from_secs(3) {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        }
         idle_virtual = Some(idle_started.elapsed());
         let idle = cluster.requests();
         let non_watch = idle.total().total() - idle.by_verb().get("watch").map_or(0, |c| c.total());
