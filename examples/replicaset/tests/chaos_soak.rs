@@ -1238,3 +1238,47 @@ fn seed_lists_parse() {
     assert_eq!(parse_seeds("1..4"), vec![1, 2, 3]);
     assert_eq!(parse_seeds("1..=4,9"), vec![1, 2, 3, 4, 9]);
 }
+
+#[test]
+fn pending_availability_counts_ready_pods_short_of_min_ready_seconds() {
+    let now: Timestamp = "2026-11-25T12:00:10Z".parse().unwrap();
+    let owner = |name: &str, uid: &str, min_ready: i32| OwnerView {
+        what: format!("rs/{name}"),
+        uid: uid.to_owned(),
+        replicas: 1,
+        generation: 1,
+        deleting: false,
+        selector: BTreeMap::new(),
+        template_labels: BTreeMap::new(),
+        min_ready,
+        has_terminating: true,
+        status: Value::Null,
+    };
+    let pod = |name: &str, owner_uid: &str, ready_at: &str| -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "ownerReferences": [{
+                "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "x",
+                "uid": owner_uid, "controller": true
+            }]},
+            "status": {"phase": "Running", "conditions": [
+                {"type": "Ready", "status": "True", "lastTransitionTime": ready_at}
+            ]}
+        }))
+        .unwrap()
+    };
+    let owners = [owner("slow", "u1", 1), owner("plain", "u2", 0)];
+    let pods = [
+        // Ready this second: available in a second.
+        pod("fresh", "u1", "2026-11-25T12:00:10Z"),
+        // Ready long enough.
+        pod("old", "u1", "2026-11-25T12:00:05Z"),
+        // minReadySeconds 0: available as soon as ready.
+        pod("other", "u2", "2026-11-25T12:00:10Z"),
+        // Nobody's pod.
+        pod("stray", "u3", "2026-11-25T12:00:10Z"),
+    ];
+    assert_eq!(
+        pending_availability(&owners, &pods, now),
+        vec![("rs/slow pod fresh".to_owned(), Duration::from_secs(1))]
+    );
+}
