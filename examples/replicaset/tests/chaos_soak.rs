@@ -8,7 +8,10 @@
 //! The seed fixes the schedule (operations, their parameters and the
 //! pauses between them), the kinds of the owners and the fault injector's
 //! random stream. Everything runs on one thread with tokio's paused clock,
-//! so the pauses, watch delays and settle waits cost no wall-clock time.
+//! so the pauses, watch delays and settle waits cost no wall-clock time;
+//! only pods short of `minReadySeconds` when the cluster has settled are
+//! waited for on the wall clock, which stamps readiness (docs/chaos-soak.md,
+//! "Clocks").
 //!
 //! CI runs [`DEFAULT_SEEDS`] with [`DEFAULT_OPS`] operations each. A longer
 //! run: `CTRLKIT_SOAK_SEEDS=1..=200 CTRLKIT_SOAK_OPS=400 cargo test -p
