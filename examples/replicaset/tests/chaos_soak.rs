@@ -24,6 +24,7 @@
 mod idle_log;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write as _;
 use std::time::{Duration, Instant as WallInstant};
 
 use axum::http::{HeaderName, HeaderValue};
@@ -75,6 +76,10 @@ const IDLE_WINDOW: Duration = Duration::from_secs(120);
 const IDLE_REQUEST_BOUND: u64 = 5;
 /// Hang guard on the wall clock for one seed's operations.
 const OPS_WALL: Duration = Duration::from_secs(600);
+/// Hang guard on the wall clock for a whole seed, kept by a thread of its
+/// own (`CTRLKIT_SOAK_SEED_WALL_SECS` overrides it): past the operations'
+/// and settling guards with room for a slow machine.
+const SEED_WALL: Duration = Duration::from_secs(20 * 60);
 
 // ---------------------------------------------------------------------------
 // The schedule
@@ -1134,6 +1139,49 @@ async fn run_seed(seed: u64, ops: usize, trace: bool) -> SeedReport {
 // ---------------------------------------------------------------------------
 // The test
 
+/// Fails the run if one seed takes longer than [`SEED_WALL`] of wall-clock
+/// time. The hang guards inside a seed are checked between paused sleeps,
+/// and tokio's paused clock only moves while the runtime is idle: work
+/// that never lets it idle (a controller creating pods for an owner the
+/// garbage collector keeps deleting them for) would stall them, so this
+/// guard lives on its own thread.
+struct Watchdog(std::sync::mpsc::Sender<()>);
+
+impl Watchdog {
+    fn arm(seed: u64) -> Watchdog {
+        let limit = std::env::var("CTRLKIT_SOAK_SEED_WALL_SECS")
+            .ok()
+            .map(|v| {
+                Duration::from_secs(
+                    v.parse()
+                        .expect("CTRLKIT_SOAK_SEED_WALL_SECS: not a number"),
+                )
+            })
+            .unwrap_or(SEED_WALL);
+        let (done, wait) = std::sync::mpsc::channel::<()>();
+        std::thread::spawn(move || {
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = wait.recv_timeout(limit) {
+                // Straight to stderr: the test harness captures `eprintln!`
+                // (in spawned threads too) and would drop it on exit.
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "chaos soak: seed {seed} still running after {limit:?} of wall-clock time: \
+                     hung (its runtime may never have gone idle, which stops tokio's paused clock); \
+                     rerun it with CTRLKIT_SOAK_SEEDS={seed} CTRLKIT_SOAK_TRACE=1"
+                );
+                std::process::exit(101);
+            }
+        });
+        Watchdog(done)
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        let _ = self.0.send(());
+    }
+}
+
 /// Seeds from `CTRLKIT_SOAK_SEEDS`, [`DEFAULT_SEEDS`] when unset.
 fn seeds_from_env() -> Vec<u64> {
     std::env::var("CTRLKIT_SOAK_SEEDS").map_or_else(|_| DEFAULT_SEEDS.to_vec(), |s| parse_seeds(&s))
@@ -1174,7 +1222,9 @@ async fn chaos_soak() {
     let mut failed: BTreeSet<u64> = BTreeSet::new();
     let mut all = Vec::new();
     for seed in &seeds {
+        let watchdog = Watchdog::arm(*seed);
         let report = run_seed(*seed, ops, trace).await;
+        drop(watchdog);
         println!("{}", report.summary);
         for v in &report.violations {
             println!("  {v}");
