@@ -8,7 +8,10 @@
 //! The seed fixes the schedule (operations, their parameters and the
 //! pauses between them), the kinds of the owners and the fault injector's
 //! random stream. Everything runs on one thread with tokio's paused clock,
-//! so the pauses, watch delays and settle waits cost no wall-clock time.
+//! so the pauses, watch delays and settle waits cost no wall-clock time;
+//! only pods short of `minReadySeconds` when the cluster has settled are
+//! waited for on the wall clock, which stamps readiness (docs/chaos-soak.md,
+//! "Clocks").
 //!
 //! CI runs [`DEFAULT_SEEDS`] with [`DEFAULT_OPS`] operations each. A longer
 //! run: `CTRLKIT_SOAK_SEEDS=1..=200 CTRLKIT_SOAK_OPS=400 cargo test -p
@@ -17,11 +20,16 @@
 //! operation as it is applied.
 #![allow(clippy::unwrap_used)]
 
+#[path = "chaos_soak/idle_log.rs"]
+mod idle_log;
+
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write as _;
 use std::time::{Duration, Instant as WallInstant};
 
 use axum::http::{HeaderName, HeaderValue};
 use ctrlkit_informer::SharedInformerFactory;
+use ctrlkit_podcontrol::availability::next_pod_availability_check;
 use ctrlkit_podcontrol::pod::{is_pod_active, is_pod_available, is_pod_ready, is_pod_terminating};
 use ctrlkit_replicaset::{
     ControllerOptions, DEFAULT_FAILED_PODS_KEPT, ReplicaSetController, ReplicationManager,
@@ -68,6 +76,10 @@ const IDLE_WINDOW: Duration = Duration::from_secs(120);
 const IDLE_REQUEST_BOUND: u64 = 5;
 /// Hang guard on the wall clock for one seed's operations.
 const OPS_WALL: Duration = Duration::from_secs(600);
+/// Hang guard on the wall clock for a whole seed, kept by a thread of its
+/// own (`CTRLKIT_SOAK_SEED_WALL_SECS` overrides it): past the operations'
+/// and settling guards with room for a slow machine.
+const SEED_WALL: Duration = Duration::from_secs(20 * 60);
 
 // ---------------------------------------------------------------------------
 // The schedule
@@ -856,6 +868,43 @@ fn violations(seed: u64, owners: &[OwnerView], pods: &[Pod], now: Timestamp) -> 
     out
 }
 
+/// Ready pods that their owner's `minReadySeconds` does not count as
+/// available yet at `now`, with how long until it does: `(pod, wait)`.
+///
+/// The kubelet simulation stamps readiness with the wall clock (as do the
+/// controllers when they judge availability), while everything else in
+/// the soak runs on tokio's paused clock, which gets through seconds of
+/// scenario in milliseconds: a pod that turned ready just before the
+/// checks passed still has its availability transition (and the owner's
+/// status write for it) ahead of it on the wall clock.
+fn pending_availability(
+    owners: &[OwnerView],
+    pods: &[Pod],
+    now: Timestamp,
+) -> Vec<(String, Duration)> {
+    let mut out = Vec::new();
+    for owner in owners.iter().filter(|o| o.min_ready > 0) {
+        for pod in pods
+            .iter()
+            .filter(|p| is_pod_active(p) && controller_refs(p).iter().any(|r| r.uid == owner.uid))
+        {
+            if let Some(wait) = next_pod_availability_check(pod, owner.min_ready, now) {
+                out.push((format!("{} pod {}", owner.what, pod_name(pod)), wait));
+            }
+        }
+    }
+    out
+}
+
+/// Lets `wait` of wall-clock time pass with tokio's clock running in real
+/// time meanwhile, so timers and wall-clock timestamps move together (a
+/// paused clock would race through minutes of timers in that time).
+async fn real_time_wait(wait: Duration) {
+    tokio::time::resume();
+    tokio::time::sleep(wait).await;
+    tokio::time::pause();
+}
+
 // ---------------------------------------------------------------------------
 // One seed
 
@@ -970,11 +1019,33 @@ async fn run_seed(seed: u64, ops: usize, trace: bool) -> SeedReport {
     let settle_wall = WallInstant::now();
     let mut passed = 0;
     let mut last = Vec::new();
+    // Availability transitions still ahead on the wall clock once the
+    // checks pass: waited for before the idle window rather than counted
+    // in it.
+    let (mut availability_waits, mut availability_waited) = (0, Duration::ZERO);
     let settled = loop {
         match read_world(&client).await {
             Ok((owners, pods)) => {
-                last = violations(seed, &owners, &pods, Timestamp::now());
+                let now = Timestamp::now();
+                last = violations(seed, &owners, &pods, now);
                 passed = if last.is_empty() { passed + 1 } else { 0 };
+                let pending = pending_availability(&owners, &pods, now);
+                if passed >= SETTLED_AFTER && !pending.is_empty() {
+                    // Past the latest transition (timestamps are whole
+                    // seconds), then the checks must pass again.
+                    let wait = (pending.iter().map(|(_, w)| *w).max().unwrap_or_default()
+                        + Duration::from_millis(100))
+                    .min(SETTLE_WALL.saturating_sub(settle_wall.elapsed()));
+                    if trace {
+                        println!(
+                            "seed {seed}: waiting {wait:?} (wall) for availability: {pending:?}"
+                        );
+                    }
+                    availability_waits += pending.len();
+                    availability_waited += wait;
+                    real_time_wait(wait).await;
+                    passed = 0;
+                }
             }
             Err(e) => driver
                 .errors
@@ -991,6 +1062,7 @@ async fn run_seed(seed: u64, ops: usize, trace: bool) -> SeedReport {
     let settle_virtual = settle_started.elapsed();
     let mut found = Vec::new();
     let mut idle_requests = None;
+    let mut idle_virtual = None;
     if !settled {
         found.push(format!(
             "seed {seed}: did not settle within {:?} (virtual) / {:?} (wall); {} violation(s) left",
@@ -1002,22 +1074,23 @@ async fn run_seed(seed: u64, ops: usize, trace: bool) -> SeedReport {
     } else {
         // Idle: the controllers should make (almost) no requests.
         cluster.reset_requests();
+        let idle_log = idle_log::IdleLog::start(&client, NS).await;
+        let idle_started = tokio::time::Instant::now();
         tokio::time::sleep(IDLE_WINDOW).await;
-        // Pod readiness times are wall-clock times, the controllers'
-        // requeue timers run on the paused clock: a pod may cross
-        // `minReadySeconds` on the wall clock just after the paused clock
-        // raced through the window. Let some wall-clock time pass in small
-        // paused steps, so the controllers' availability requeues see it.
-        let wall_wait = WallInstant::now();
-        while wall_wait.elapsed() < Duration::from_secs(3) {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        idle_virtual = Some(idle_started.elapsed());
         let idle = cluster.requests();
         let non_watch = idle.total().total() - idle.by_verb().get("watch").map_or(0, |c| c.total());
         idle_requests = Some(non_watch);
+        let changes = match idle_log {
+            Ok(log) => log.finish().join("\n"),
+            Err(e) => format!("(could not watch the idle window: {e})"),
+        };
+        if trace {
+            println!("seed {seed}: changes while idle:\n{changes}");
+        }
         if non_watch > IDLE_REQUEST_BOUND {
             found.push(format!(
-                "seed {seed}: hot loop: {non_watch} non-watch requests in {IDLE_WINDOW:?} of idle time (bound {IDLE_REQUEST_BOUND}):\n{idle}"
+                "seed {seed}: hot loop: {non_watch} non-watch requests in {IDLE_WINDOW:?} of idle time (bound {IDLE_REQUEST_BOUND}):\n{idle}\nchanges while idle:\n{changes}"
             ));
         }
         match read_world(&client).await {
@@ -1044,7 +1117,9 @@ async fn run_seed(seed: u64, ops: usize, trace: bool) -> SeedReport {
     let summary = format!(
         "seed {seed}: {ops} ops ({} skipped, {restarts} restarts, {gones} forced 410s, watch cut after {} events), \
          faults injected [{faults}], {controller_requests} non-watch controller requests, {pod_creates} pod creates; at the end {} owners, {} pods; \
-         ops took {:?} virtual, settled in {settle_virtual:?} virtual, {idle_requests:?} non-watch requests while idle; \
+         ops took {:?} virtual, settled in {settle_virtual:?} virtual \
+         (waited {availability_waited:?} wall for {availability_waits} pods to become available), \
+         {idle_requests:?} non-watch requests in {idle_virtual:?} virtual while idle; \
          {:?} wall; {} violation(s)",
         driver.skipped,
         plan.watch_cut_after,
@@ -1063,6 +1138,49 @@ async fn run_seed(seed: u64, ops: usize, trace: bool) -> SeedReport {
 
 // ---------------------------------------------------------------------------
 // The test
+
+/// Fails the run if one seed takes longer than [`SEED_WALL`] of wall-clock
+/// time. The hang guards inside a seed are checked between paused sleeps,
+/// and tokio's paused clock only moves while the runtime is idle: work
+/// that never lets it idle (a controller creating pods for an owner the
+/// garbage collector keeps deleting them for) would stall them, so this
+/// guard lives on its own thread.
+struct Watchdog(std::sync::mpsc::Sender<()>);
+
+impl Watchdog {
+    fn arm(seed: u64) -> Watchdog {
+        let limit = std::env::var("CTRLKIT_SOAK_SEED_WALL_SECS")
+            .ok()
+            .map(|v| {
+                Duration::from_secs(
+                    v.parse()
+                        .expect("CTRLKIT_SOAK_SEED_WALL_SECS: not a number"),
+                )
+            })
+            .unwrap_or(SEED_WALL);
+        let (done, wait) = std::sync::mpsc::channel::<()>();
+        std::thread::spawn(move || {
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = wait.recv_timeout(limit) {
+                // Straight to stderr: the test harness captures `eprintln!`
+                // (in spawned threads too) and would drop it on exit.
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "chaos soak: seed {seed} still running after {limit:?} of wall-clock time: \
+                     hung (its runtime may never have gone idle, which stops tokio's paused clock); \
+                     rerun it with CTRLKIT_SOAK_SEEDS={seed} CTRLKIT_SOAK_TRACE=1"
+                );
+                std::process::exit(101);
+            }
+        });
+        Watchdog(done)
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        let _ = self.0.send(());
+    }
+}
 
 /// Seeds from `CTRLKIT_SOAK_SEEDS`, [`DEFAULT_SEEDS`] when unset.
 fn seeds_from_env() -> Vec<u64> {
@@ -1104,7 +1222,9 @@ async fn chaos_soak() {
     let mut failed: BTreeSet<u64> = BTreeSet::new();
     let mut all = Vec::new();
     for seed in &seeds {
+        let watchdog = Watchdog::arm(*seed);
         let report = run_seed(*seed, ops, trace).await;
+        drop(watchdog);
         println!("{}", report.summary);
         for v in &report.violations {
             println!("  {v}");
@@ -1170,4 +1290,48 @@ fn seed_lists_parse() {
     assert_eq!(parse_seeds("3, 9,12"), vec![3, 9, 12]);
     assert_eq!(parse_seeds("1..4"), vec![1, 2, 3]);
     assert_eq!(parse_seeds("1..=4,9"), vec![1, 2, 3, 4, 9]);
+}
+
+#[test]
+fn pending_availability_counts_ready_pods_short_of_min_ready_seconds() {
+    let now: Timestamp = "2026-11-25T12:00:10Z".parse().unwrap();
+    let owner = |name: &str, uid: &str, min_ready: i32| OwnerView {
+        what: format!("rs/{name}"),
+        uid: uid.to_owned(),
+        replicas: 1,
+        generation: 1,
+        deleting: false,
+        selector: BTreeMap::new(),
+        template_labels: BTreeMap::new(),
+        min_ready,
+        has_terminating: true,
+        status: Value::Null,
+    };
+    let pod = |name: &str, owner_uid: &str, ready_at: &str| -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "ownerReferences": [{
+                "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "x",
+                "uid": owner_uid, "controller": true
+            }]},
+            "status": {"phase": "Running", "conditions": [
+                {"type": "Ready", "status": "True", "lastTransitionTime": ready_at}
+            ]}
+        }))
+        .unwrap()
+    };
+    let owners = [owner("slow", "u1", 1), owner("plain", "u2", 0)];
+    let pods = [
+        // Ready this second: available in a second.
+        pod("fresh", "u1", "2026-11-25T12:00:10Z"),
+        // Ready long enough.
+        pod("old", "u1", "2026-11-25T12:00:05Z"),
+        // minReadySeconds 0: available as soon as ready.
+        pod("other", "u2", "2026-11-25T12:00:10Z"),
+        // Nobody's pod.
+        pod("stray", "u3", "2026-11-25T12:00:10Z"),
+    ];
+    assert_eq!(
+        pending_availability(&owners, &pods, now),
+        vec![("rs/slow pod fresh".to_owned(), Duration::from_secs(1))]
+    );
 }
