@@ -429,7 +429,9 @@ pub(crate) struct CustomResources {
     /// The tables of definitions being deleted, by definition name.
     terminating: RwLock<HashMap<ResourceId, String>>,
     /// The OpenAPI v3 documents of the served group-versions.
-    openapi: RwLock<Arc<BTreeMap<(String, String), GroupVersionDocument>>>,
+    /// Built on the first request after a change (an install does not pay
+    /// for every served group's document); `None` once a definition changed.
+    openapi: RwLock<Option<OpenApiDocs>>,
 }
 
 impl std::fmt::Debug for CustomResources {
@@ -449,7 +451,7 @@ impl CustomResources {
             served: Mutex::new(HashMap::new()),
             any_terminating: AtomicBool::new(false),
             terminating: RwLock::new(HashMap::new()),
-            openapi: RwLock::new(Arc::new(BTreeMap::new())),
+            openapi: RwLock::new(None),
         }
     }
 
@@ -460,8 +462,19 @@ impl CustomResources {
 
     /// The OpenAPI v3 documents of the group-versions custom resources
     /// are served in.
-    pub(crate) fn openapi(&self) -> Arc<BTreeMap<(String, String), GroupVersionDocument>> {
-        self.openapi.read().clone()
+    pub(crate) fn openapi(&self) -> OpenApiDocs {
+        if let Some(docs) = self.openapi.read().clone() {
+            return docs;
+        }
+        // Under the `served` lock, as every invalidation is: a change
+        // cannot slip between the build and the store.
+        let served = self.served.lock();
+        if let Some(docs) = self.openapi.read().clone() {
+            return docs;
+        }
+        let docs = Arc::new(build_openapi(&served));
+        *self.openapi.write() = Some(docs.clone());
+        docs
     }
 
     /// Whether creates into `table` are refused because its definition
@@ -879,7 +892,7 @@ impl CustomResources {
                 crd: crd.clone(),
             },
         );
-        self.rebuild_openapi(&served);
+        self.invalidate_openapi(&served);
         Ok(())
     }
 
@@ -895,7 +908,7 @@ impl CustomResources {
             self.any_terminating
                 .store(!terminating.is_empty(), Ordering::Relaxed);
         }
-        self.rebuild_openapi(&self.served.lock());
+        self.invalidate_openapi(&self.served.lock());
         self.requeue_group(api, &gone.crd.group, name);
     }
 
@@ -930,27 +943,38 @@ impl CustomResources {
         api.store.list(table, None, None).0.len()
     }
 
-    fn rebuild_openapi(&self, served: &HashMap<String, Served>) {
-        let crds: Vec<&CustomResourceDefinition> = served.values().map(|s| &*s.crd).collect();
-        let mut gvs: Vec<(String, String)> = crds
-            .iter()
-            .flat_map(|c| {
-                c.versions
-                    .iter()
-                    .filter(|v| v.served)
-                    .map(|v| (c.group.clone(), v.name.clone()))
-            })
-            .collect();
-        gvs.sort();
-        gvs.dedup();
-        let docs = gvs
-            .into_iter()
-            .filter_map(|(g, v)| {
-                GroupVersionDocument::build(crds.iter().copied(), &g, &v).map(|d| ((g, v), d))
-            })
-            .collect();
-        *self.openapi.write() = Arc::new(docs);
+    /// Drops the OpenAPI documents; the caller holds the `served` lock
+    /// (the guard is taken to make that so).
+    fn invalidate_openapi(&self, _served: &HashMap<String, Served>) {
+        *self.openapi.write() = None;
     }
+}
+
+/// The OpenAPI v3 documents of the served custom resources, per group and
+/// version.
+type OpenApiDocs = Arc<BTreeMap<(String, String), GroupVersionDocument>>;
+
+/// Every served group-version's document.
+fn build_openapi(
+    served: &HashMap<String, Served>,
+) -> BTreeMap<(String, String), GroupVersionDocument> {
+    let crds: Vec<&CustomResourceDefinition> = served.values().map(|s| &*s.crd).collect();
+    let mut gvs: Vec<(String, String)> = crds
+        .iter()
+        .flat_map(|c| {
+            c.versions
+                .iter()
+                .filter(|v| v.served)
+                .map(|v| (c.group.clone(), v.name.clone()))
+        })
+        .collect();
+    gvs.sort();
+    gvs.dedup();
+    gvs.into_iter()
+        .filter_map(|(g, v)| {
+            GroupVersionDocument::build(crds.iter().copied(), &g, &v).map(|d| ((g, v), d))
+        })
+        .collect()
 }
 
 /// The type serving version `v` of `crd` under its accepted names.
