@@ -20,6 +20,8 @@
 //! operation as it is applied.
 #![allow(clippy::unwrap_used)]
 
+#[path = "chaos_soak/clock_pump.rs"]
+mod clock_pump;
 #[path = "chaos_soak/idle_log.rs"]
 mod idle_log;
 
@@ -352,6 +354,7 @@ fn start_controllers(client: &kube::Client) -> Running {
     let rs = ReplicaSetController::new(client.clone(), &factory, options.clone(), None).unwrap();
     let rc = ReplicationManager::new(client.clone(), &factory, options, None).unwrap();
     factory.start();
+    set_stall_probe(&factory);
     let token = CancellationToken::new();
     let tasks = vec![
         ("ReplicaSet", tokio::spawn(rs.run(token.clone()))),
@@ -1147,6 +1150,41 @@ async fn run_seed(seed: u64, ops: usize, trace: bool) -> SeedReport {
 /// guard lives on its own thread.
 struct Watchdog(std::sync::mpsc::Sender<()>);
 
+/// What the watchdog prints about the owner caches when a seed hangs (the
+/// owners a hung controller still holds: seed 7092 showed the deleted
+/// `rs-49` and `rc-18` there, with the clock stopped).
+static STALL_PROBE: std::sync::Mutex<Option<Box<dyn Fn() -> String + Send>>> =
+    std::sync::Mutex::new(None);
+
+fn set_stall_probe(factory: &SharedInformerFactory) {
+    let rs = factory.namespaced::<ReplicaSet>(NS, kube::runtime::watcher::Config::default());
+    let rc =
+        factory.namespaced::<ReplicationController>(NS, kube::runtime::watcher::Config::default());
+    let probe = move || {
+        let mut rs_names: Vec<String> = rs
+            .store()
+            .list()
+            .iter()
+            .filter_map(|o| o.metadata.name.clone())
+            .collect();
+        rs_names.sort();
+        let mut rc_names: Vec<String> = rc
+            .store()
+            .list()
+            .iter()
+            .filter_map(|o| o.metadata.name.clone())
+            .collect();
+        rc_names.sort();
+        format!(
+            "the owner caches: replicasets (resourceVersion {:?}): {rs_names:?}; \
+             replicationcontrollers (resourceVersion {:?}): {rc_names:?}",
+            rs.last_sync_resource_version(),
+            rc.last_sync_resource_version(),
+        )
+    };
+    *STALL_PROBE.lock().unwrap() = Some(Box::new(probe));
+}
+
 impl Watchdog {
     fn arm(seed: u64) -> Watchdog {
         let limit = std::env::var("CTRLKIT_SOAK_SEED_WALL_SECS")
@@ -1169,6 +1207,9 @@ impl Watchdog {
                      hung (its runtime may never have gone idle, which stops tokio's paused clock); \
                      rerun it with CTRLKIT_SOAK_SEEDS={seed} CTRLKIT_SOAK_TRACE=1"
                 );
+                if let Some(probe) = STALL_PROBE.lock().unwrap().as_ref() {
+                    let _ = writeln!(std::io::stderr(), "{}", probe());
+                }
                 std::process::exit(101);
             }
         });
@@ -1219,13 +1260,24 @@ async fn chaos_soak() {
     let seeds = seeds_from_env();
     let ops = ops_from_env();
     let trace = std::env::var_os("CTRLKIT_SOAK_TRACE").is_some();
+
     let mut failed: BTreeSet<u64> = BTreeSet::new();
     let mut all = Vec::new();
+    // Time passes while the controllers keep the runtime busy (see
+    // `clock_pump`): about as fast as the wall clock.
+    let pump = clock_pump::ClockPump::start(Duration::from_millis(50), Duration::from_millis(50));
     for seed in &seeds {
         let watchdog = Watchdog::arm(*seed);
+        let pumped = pump.advances();
         let report = run_seed(*seed, ops, trace).await;
         drop(watchdog);
         println!("{}", report.summary);
+        let pumped = pump.advances() - pumped;
+        if pumped > 0 {
+            println!(
+                "seed {seed}: the runtime kept the paused clock still; the clock pump advanced it {pumped} times"
+            );
+        }
         for v in &report.violations {
             println!("  {v}");
         }
