@@ -90,14 +90,17 @@ pub(crate) async fn record(
         action: event.action.to_owned(),
         secondary: event.related,
     };
-    if let Err(error) = sink.publish(&event, owner).await {
-        tracing::warn!(
+    match sink.publish(&event, owner).await {
+        Ok(()) => {}
+        // The recorder logs its own drops (throttled): not once more here.
+        Err(SinkError::Queue(ctrlkit_events::PublishError::QueueFull { .. })) => {}
+        Err(error) => tracing::warn!(
             %error,
             reason,
             owner = owner.name.as_deref().unwrap_or(""),
             namespace = owner.namespace.as_deref().unwrap_or(""),
             "failed to record event"
-        );
+        ),
     }
 }
 

@@ -292,12 +292,23 @@ impl Recorder {
                 Ok(())
             }
             Err(mpsc::error::TrySendError::Full(_)) => {
-                bump(&counters.dropped);
-                tracing::warn!(
-                    reason = %event.reason,
-                    object = regarding.name.as_deref().unwrap_or(""),
-                    "too many queued events: event dropped"
-                );
+                let dropped = counters.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+                // A burst can drop thousands: warn on the first and every
+                // 1,000th (with the total), the rest at debug.
+                if dropped == 1 || dropped.is_multiple_of(1000) {
+                    tracing::warn!(
+                        reason = %event.reason,
+                        object = regarding.name.as_deref().unwrap_or(""),
+                        dropped_total = dropped,
+                        "too many queued events: event dropped"
+                    );
+                } else {
+                    tracing::debug!(
+                        reason = %event.reason,
+                        object = regarding.name.as_deref().unwrap_or(""),
+                        "too many queued events: event dropped"
+                    );
+                }
                 Err(PublishError::QueueFull {
                     capacity: self.shared.capacity,
                 })
