@@ -202,8 +202,7 @@ impl Member {
             sync_time: pace.sync_time,
             requeue: pace.requeue,
         });
-        let gated = member.gate(&controller, reconcile);
-        let run = controller.run(gated, ctx, stop.clone().cancelled_owned());
+        let run = controller.run(reconcile, ctx, stop.clone().cancelled_owned());
         let controller = tokio::spawn(async move {
             run.await.unwrap();
         });

@@ -198,8 +198,7 @@ impl Member {
             creates: Arc::clone(&shared.creates),
             synced: Arc::clone(&shared.synced),
         });
-        let gated = member.gate(&controller, reconcile);
-        let run = controller.run(gated, ctx, stop.clone().cancelled_owned());
+        let run = controller.run(reconcile, ctx, stop.clone().cancelled_owned());
         let controller = tokio::spawn(async move {
             run.await.unwrap();
         });

@@ -274,7 +274,7 @@ pub struct ControllerBuilder<'a, K> {
     owner_deleted: Option<super::handlers::OwnerDeletedFn>,
     stale_skip: Option<super::StaleSkipFn>,
     owner_update_filter: Option<super::handlers::UpdateFilter<K>>,
-    admission: Option<Arc<dyn super::Admission>>,
+    shard: Option<crate::shard::ShardMember>,
 }
 
 impl<K> fmt::Debug for ControllerBuilder<'_, K> {
@@ -335,13 +335,13 @@ impl<'a, K: Watchable> ControllerBuilder<'a, K> {
             owner_deleted: None,
             stale_skip: None,
             owner_update_filter: None,
-            admission: None,
+            shard: None,
         }
     }
 
-    /// Decides which keys may enter the queue (sharding's filter).
-    pub(crate) fn admission(mut self, admission: Arc<dyn super::Admission>) -> Self {
-        self.admission = Some(admission);
+    /// Shards the controller with `member` ([`shard`](Self::shard)).
+    pub(crate) fn shard_member(mut self, member: crate::shard::ShardMember) -> Self {
+        self.shard = Some(member);
         self
     }
 
@@ -571,6 +571,12 @@ impl<'a, K: Watchable> ControllerBuilder<'a, K> {
         let namespace = self.namespace.as_deref();
         let factory_ref = self.factory.take();
         let factory = factory_ref.as_ref().map(FactoryRef::get);
+        // A controller on a sharded manager's factory is sharded with its
+        // member unless it was given one.
+        let shard = self
+            .shard
+            .take()
+            .or_else(|| factory.and_then(crate::manager::shard_member_of));
         let drop_fields = self.drop_managed_fields;
         self.owner.acquire(factory, namespace, drop_fields)?;
         for source in &mut self.sources {
@@ -608,7 +614,12 @@ impl<'a, K: Watchable> ControllerBuilder<'a, K> {
         let expectations = Arc::new(ControllerExpectations::with_ttl(self.expectations_ttl));
         let context = Arc::new(Context::new(
             owners.clone(),
-            Enqueuer::with_admission(queue.clone(), self.admission),
+            Enqueuer::with_admission(
+                queue.clone(),
+                shard.clone().map(|member| {
+                    Arc::new(crate::shard::ShardAdmission(member)) as Arc<dyn super::Admission>
+                }),
+            ),
             Arc::clone(&expectations),
             consistency.clone(),
             self.owner_deleted,
@@ -623,7 +634,7 @@ impl<'a, K: Watchable> ControllerBuilder<'a, K> {
             update_filter: self.owner_update_filter,
         });
         owner_informer.add_event_handler_arc(Arc::clone(&owner_handler));
-        Ok(Controller {
+        let controller = Controller {
             name: Arc::from(name),
             owner_informer,
             owners,
@@ -643,7 +654,12 @@ impl<'a, K: Watchable> ControllerBuilder<'a, K> {
             },
             stale_skips: Arc::new(AtomicU64::new(0)),
             stale_skip: self.stale_skip,
-        })
+            shard,
+        };
+        if let Some(member) = &controller.shard {
+            member.attach_controller(&controller);
+        }
+        Ok(controller)
     }
 
     /// Every check that needs no informer.

@@ -90,6 +90,8 @@ pub struct Controller<K> {
     settings: RunSettings,
     stale_skips: Arc<AtomicU64>,
     stale_skip: Option<StaleSkipFn>,
+    /// The shard member gating the reconciles, when sharded.
+    shard: Option<crate::shard::ShardMember>,
 }
 
 /// Clones are handles on the same controller (same queue, caches and
@@ -112,6 +114,7 @@ impl<K> Clone for Controller<K> {
             settings: self.settings.clone(),
             stale_skips: Arc::clone(&self.stale_skips),
             stale_skip: self.stale_skip.clone(),
+            shard: self.shard.clone(),
         }
     }
 }
@@ -437,9 +440,20 @@ where
     Fut: Future<Output = Result<Action, E>>,
 {
     async fn reconcile(&self, key: ObjectKey) -> Result<Action, E> {
-        match self.controller.cached_if_ready(&key) {
-            Ok(object) => (self.reconcile)(key, object, Arc::clone(&self.ctx)).await,
-            Err(wait) => Ok(wait),
+        let object = match self.controller.cached_if_ready(&key) {
+            Ok(object) => object,
+            Err(wait) => return Ok(wait),
+        };
+        let ctx = Arc::clone(&self.ctx);
+        match &self.controller.shard {
+            None => (self.reconcile)(key, object, ctx).await,
+            Some(member) => {
+                member
+                    .gated(key, object, |key, object| {
+                        (self.reconcile)(key, object, ctx)
+                    })
+                    .await
+            }
         }
     }
 }

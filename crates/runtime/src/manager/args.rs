@@ -12,6 +12,7 @@ use super::kubeconfig::KubeConfigSource;
 use super::leader::{LeaderElectionConfig, default_identity};
 use super::logging::{LogFilter, LogFormat};
 use super::metrics_tls::TlsFiles;
+use super::sharding::{ShardingConfig, default_shard_identity};
 
 /// The flags every controller binary shares. Flatten it into the binary's
 /// own parser:
@@ -144,6 +145,21 @@ pub struct ManagerArgs {
     /// seconds; 0 disables the check.
     #[arg(long, value_name = "DURATION", default_value = "590s", value_parser = parse_bound)]
     pub watch_health_bound: WatchHealthBound,
+
+    /// Shard the controllers over every replica started with this ring
+    /// name: each holds a Lease named RING-ID in --lease-namespace
+    /// (renewed within --renew-deadline, gone after --lease-duration) and
+    /// syncs only the owners whose UID hashes into its share; owners move
+    /// between replicas without being synced by two at once. All replicas
+    /// run at once, so it excludes --leader-elect. Off by default.
+    #[arg(long, value_name = "NAME", conflicts_with = "leader_elect")]
+    pub shard_ring: Option<String>,
+
+    /// With --shard-ring: this replica's name on the ring, unique among
+    /// the live replicas (lower-case letters, digits, '-' and '.').
+    /// Default: the host name (the pod name) and the process id.
+    #[arg(long, value_name = "ID", requires = "shard_ring")]
+    pub shard_identity: Option<String>,
 }
 
 /// The `--watch-health-bound` value: `None` when the check is disabled.
@@ -185,6 +201,16 @@ impl ManagerArgs {
             watch_health_bound: self.watch_health_bound.0,
             shutdown_grace_period: self.shutdown_grace_period,
             ready_when_standby: self.ready_when_standby,
+            sharding: self.shard_ring.as_ref().map(|ring| ShardingConfig {
+                ring: ring.clone(),
+                namespace: self.lease_namespace.clone(),
+                identity: self
+                    .shard_identity
+                    .clone()
+                    .unwrap_or_else(default_shard_identity),
+                lease_duration: self.lease_duration,
+                renew_deadline: self.renew_deadline,
+            }),
         }
     }
 }
@@ -350,6 +376,53 @@ mod tests {
             let err = parse(flags).unwrap_err().to_string();
             assert!(err.contains(needle), "{flags:?}: {err}");
         }
+    }
+
+    #[test]
+    fn shard_ring_flags() {
+        assert_eq!(parse(&[]).unwrap().config("bin").sharding, None);
+        let args = parse(&[
+            "--shard-ring",
+            "rs",
+            "--shard-identity",
+            "pod-0",
+            "--lease-namespace",
+            "ops",
+            "--lease-duration",
+            "6",
+            "--renew-deadline",
+            "4",
+        ])
+        .unwrap();
+        let config = args.config("replicaset-controller");
+        let sharding = config.sharding.clone().unwrap();
+        assert_eq!(
+            (sharding.ring.as_str(), sharding.identity.as_str()),
+            ("rs", "pod-0")
+        );
+        assert_eq!(sharding.namespace, "ops");
+        assert_eq!(sharding.lease_duration, Duration::from_secs(6));
+        assert_eq!(sharding.renew_deadline, Duration::from_secs(4));
+        assert!(config.leader_election.is_none());
+        assert_eq!(config.validate(), Ok(()));
+        assert_eq!(
+            sharding.shard_config().lease_name(),
+            "rs-pod-0",
+            "the member's Lease"
+        );
+        // Without --shard-identity: the host name and the process id, a
+        // valid Lease name.
+        let default = parse(&["--shard-ring", "rs"]).unwrap().config("bin");
+        assert_eq!(default.validate(), Ok(()));
+
+        let err = parse(&["--shard-ring", "rs", "--leader-elect"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("cannot be used with"), "{err}");
+        let err = parse(&["--shard-identity", "a"]).unwrap_err().to_string();
+        assert!(err.contains("--shard-ring"), "{err}");
+        let bad = parse(&["--shard-ring", "Rs_1"]).unwrap().config("bin");
+        assert!(matches!(bad.validate(), Err(ConfigError::Sharding { .. })));
     }
 
     #[test]

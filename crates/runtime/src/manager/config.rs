@@ -9,6 +9,7 @@ use ctrlkit_informer::DEFAULT_WATCH_HEALTH_BOUND;
 use super::kubeconfig::KubeConfigSource;
 use super::leader::{LeaderElectionConfig, MIN_RENEW_DEADLINE};
 use super::metrics_tls::TlsFiles;
+use super::sharding::ShardingConfig;
 
 /// How long in-flight work may take to drain after a shutdown signal
 /// (controller-runtime's `GracefulShutdownTimeout` default). Keep the
@@ -57,6 +58,10 @@ pub struct ManagerConfig {
     /// [`DEFAULT_WATCH_HEALTH_BOUND`] (590 s: twice the longest a healthy
     /// watch stays silent).
     pub watch_health_bound: Option<Duration>,
+    /// `Some` to shard every controller of the manager over the replicas
+    /// in a ring (`--shard-ring`): each syncs the owners of the slots its
+    /// member holds. Replaces leader election (both set is an error).
+    pub sharding: Option<ShardingConfig>,
 }
 
 impl ManagerConfig {
@@ -75,6 +80,7 @@ impl ManagerConfig {
             shutdown_grace_period: DEFAULT_SHUTDOWN_GRACE_PERIOD,
             ready_when_standby: true,
             watch_health_bound: Some(DEFAULT_WATCH_HEALTH_BOUND),
+            sharding: None,
         }
     }
 
@@ -95,6 +101,12 @@ impl ManagerConfig {
         }
         if self.watch_health_bound.is_some_and(|b| b.is_zero()) {
             return Err(ConfigError::ZeroWatchHealthBound);
+        }
+        if let Some(sharding) = &self.sharding {
+            if self.leader_election.is_some() {
+                return Err(ConfigError::ShardingWithLeaderElection);
+            }
+            sharding.validate()?;
         }
         match &self.leader_election {
             Some(election) => election.validate(),
@@ -169,6 +181,20 @@ pub enum ConfigError {
     /// apart.
     #[error("two runnables are named {0:?}; give each a distinct name")]
     DuplicateRunnable(String),
+    /// `--shard-ring` with `--leader-elect`: sharding runs every replica
+    /// at once, each on its share of the owners, which is what leader
+    /// election forbids.
+    #[error(
+        "--shard-ring and --leader-elect exclude each other: sharded replicas all run, each syncing its share of the owners (drop --leader-elect)"
+    )]
+    ShardingWithLeaderElection,
+    /// The shard ring's name, the member's identity or the timings are
+    /// invalid.
+    #[error("invalid sharding configuration: {why}")]
+    Sharding {
+        /// What is wrong.
+        why: String,
+    },
 }
 
 #[cfg(test)]

@@ -87,7 +87,7 @@ impl LeaderElectionConfig {
     /// 1 s and at most upstream's 2 s retry period, so several renewals
     /// can fail before the fence closes.
     pub fn renew_interval(&self) -> Duration {
-        (self.renew_deadline / 2).clamp(Duration::from_secs(1), UPSTREAM_RETRY_PERIOD)
+        renew_interval_for(self.renew_deadline)
     }
 
     /// kube-lease-manager's *grace*: the leader renews this long before the
@@ -95,6 +95,12 @@ impl LeaderElectionConfig {
     fn grace(&self) -> Duration {
         self.lease_duration.saturating_sub(self.renew_interval())
     }
+}
+
+/// How often a Lease with `renew_deadline` is renewed: half the deadline,
+/// between 1 s and upstream's 2 s retry period.
+pub(crate) fn renew_interval_for(renew_deadline: Duration) -> Duration {
+    (renew_deadline / 2).clamp(Duration::from_secs(1), UPSTREAM_RETRY_PERIOD)
 }
 
 /// A unique identity for this process: the host name (the pod name in a

@@ -71,6 +71,8 @@ pub struct Manager {
     /// One per reporter, created on first use ([`Manager::event_recorder`]);
     /// behind a lock so that `child_control(&self)` can create one.
     pub(super) recorders: std::sync::Mutex<HashMap<String, ctrlkit_events::Recorder>>,
+    /// The shard member with `--shard-ring` ([`Manager::shard_member`]).
+    pub(super) shard: Option<crate::shard::ShardMember>,
 }
 
 impl fmt::Debug for Manager {
@@ -127,13 +129,23 @@ impl Manager {
             config.ready_when_standby,
             config.watch_health_bound,
         );
+        let mut runnables = Vec::new();
+        let shard = match &config.sharding {
+            Some(sharding) => {
+                let (member, runnable) =
+                    super::sharding::start(sharding, &client, &factory, &mut registry)?;
+                runnables.push(runnable);
+                Some(member)
+            }
+            None => None,
+        };
         Ok(Self {
             config,
             client: fenced_client(client.clone(), fence.clone()),
             base_client: client,
             factory,
             registry,
-            runnables: Vec::new(),
+            runnables,
             driver,
             fence,
             status,
@@ -141,6 +153,7 @@ impl Manager {
             metrics_auth: None,
             controller_metrics: None,
             recorders: std::sync::Mutex::default(),
+            shard,
         })
     }
 
@@ -286,6 +299,7 @@ impl Manager {
             metrics_auth,
             controller_metrics: _,
             recorders,
+            shard: _,
         } = self;
         let recorders: Vec<_> = recorders
             .into_inner()

@@ -107,6 +107,40 @@
 //! A leader exposes `leader_election_master_status{name="<lease>"}` (1
 //! leading, 0 stand-by) on `/metrics`, as client-go does.
 //!
+//! # Sharding
+//!
+//! `--shard-ring NAME` ([`ManagerConfig::sharding`]) runs every replica at
+//! once, each syncing a share of the owners, instead of one leader: the
+//! manager runs a [`ShardMember`](crate::shard::ShardMember) that holds
+//! the Lease `NAME-<identity>` (`--shard-identity`, by default the host
+//! name and the process id) in `--lease-namespace`, renewed every
+//! `--renew-deadline / 2` (1–2 s), and gone `--lease-duration` after its
+//! last renewal; and every controller built on the manager's
+//! [factory](Manager::factory) — with
+//! [`Controller::builder_for`](crate::Controller::builder_for) or
+//! [`Controller::builder`](crate::Controller::builder)`(manager.factory())`
+//! — is sharded with it: events of other replicas' owners are dropped
+//! before the queue and a reconcile runs only while the member holds its
+//! owner (`docs/sharding.md` has the protocol). The binary needs no code
+//! of its own.
+//!
+//! - The member joins the ring once the caches synced (it is a runnable,
+//!   [`SHARD_RUNNABLE`]); readiness is unchanged (caches synced), so a
+//!   rolling update proceeds as replicas come up and take their share.
+//! - On shutdown the controllers drain, the member waits for the syncs in
+//!   flight, releases its slots and deletes its Lease: the other replicas
+//!   take its owners over at once. A killed replica's owners move one
+//!   lease duration after its last renewal.
+//! - It replaces leader election (as in timebertt's
+//!   kubernetes-controller-sharding): `--shard-ring` with `--leader-elect`
+//!   is refused ([`ConfigError::ShardingWithLeaderElection`]). The write
+//!   fence stays open; a replica whose renewals fail stops syncing after
+//!   the renew deadline, before anyone may take its owners.
+//! - Metrics: the `ctrlkit_shard_*` families
+//!   ([`ShardMetrics`](crate::shard::ShardMetrics)) on `/metrics`.
+//! - RBAC: `get`, `list`, `watch`, `create`, `patch`, `delete` on
+//!   `leases` in `--lease-namespace`.
+//!
 //! # Fencing
 //!
 //! [`Manager::fence`] returns a [`LeaderFence`]: check it right before
@@ -222,6 +256,7 @@ mod metrics_auth;
 mod metrics_tls;
 mod renewals;
 mod runnable;
+mod sharding;
 mod signals;
 mod status;
 
@@ -239,5 +274,7 @@ pub use metrics_auth::{
 };
 pub use metrics_tls::{MetricsTlsError, TlsFiles};
 pub use runnable::{BoxError, FnRunnable, Runnable};
+pub(crate) use sharding::shard_member_of;
+pub use sharding::{SHARD_RUNNABLE, ShardingConfig, default_shard_identity};
 pub use signals::shutdown_on_signals;
 pub use status::{Endpoints, ManagerStatus, Readiness};

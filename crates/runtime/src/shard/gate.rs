@@ -1,24 +1,22 @@
 //! Where a sharded controller meets its member: the builder method that
-//! drops other members' keys before the queue, and the gate around the
-//! reconcile that lets only held owners through and counts them in
-//! flight for the handover.
+//! drops other members' keys before the queue, the attachment that lets
+//! the member requeue, count and catch up the controller's owners, and
+//! the gate around each reconcile that lets only held owners through and
+//! counts them in flight for the handover.
 
 use std::future::Future;
 use std::sync::Arc;
 
 use ctrlkit_informer::ObjectKey;
 use ctrlkit_worker::Action;
-use futures::future::BoxFuture;
+use kube::Resource;
 
 use super::member::{Attached, ShardMember};
 use crate::controller::Admission;
 use crate::{Controller, ControllerBuilder, LOW_PRIORITY, Watchable};
 
-/// A gated reconcile's future.
-type Gated<E> = BoxFuture<'static, Result<Action, E>>;
-
 /// The builder's admission seam, answered by the member.
-struct ShardAdmission(ShardMember);
+pub(crate) struct ShardAdmission(pub(crate) ShardMember);
 
 impl Admission for ShardAdmission {
     fn admit(&self, key: &ObjectKey, owner_uid: Option<&str>) -> bool {
@@ -27,46 +25,37 @@ impl Admission for ShardAdmission {
 }
 
 impl<K: Watchable> ControllerBuilder<'_, K> {
-    /// Shards the controller with `member` (client-side filtering): events
-    /// of owners, and of children through their controller
-    /// `ownerReference`, whose owner UID hashes into a slot the member does
-    /// not hold are dropped before the queue. Keys without a known owner
-    /// (mapped from watched kinds, orphans) are queued and decided by the
-    /// member's [gate](ShardMember::gate), which the reconcile must be
-    /// wrapped in.
+    /// Shards the controller with `member`:
+    ///
+    /// - events of owners, and of children through their controller
+    ///   `ownerReference`, whose owner UID hashes into a slot the member
+    ///   does not hold are dropped before the queue (client-side
+    ///   filtering);
+    /// - [`Controller::run`] reconciles a key only while the member holds
+    ///   its owner (keys mapped from watched kinds and orphans are placed
+    ///   by their owner's UID when they are reconciled), and counts the
+    ///   reconcile in flight for its slot, so the member acknowledges
+    ///   giving a slot up only after its syncs finished;
+    /// - a slot the member gains starts only once this controller's caches
+    ///   reflect the ring's newest Lease version (at most
+    ///   [`ShardConfig::catch_up_timeout`](super::ShardConfig::catch_up_timeout)),
+    ///   so they show every child the previous holder created; then the
+    ///   cached owners in it are queued (their events were dropped while
+    ///   another member held them).
+    ///
+    /// A controller built on a [`Manager`](crate::Manager) started with
+    /// `--shard-ring` is sharded with the manager's member without this
+    /// call.
     pub fn shard(self, member: &ShardMember) -> Self {
-        self.admission(Arc::new(ShardAdmission(member.clone())))
+        self.shard_member(member.clone())
     }
 }
 
 impl ShardMember {
-    /// Wraps `reconcile` for [`Controller::run`] of a controller built with
-    /// [`shard`](ControllerBuilder::shard): a key whose owner this member
-    /// does not hold right now is not reconciled (`Action::done()`; the
-    /// member that holds it has its own events), and a reconcile that runs
-    /// is counted in flight for its slot, so the member acknowledges giving
-    /// a slot up only after its syncs finished. A deleted owner is placed
-    /// by the UID its delete event carried.
-    ///
-    /// Also attaches the controller: a slot the member gains starts only
-    /// once this controller's caches reflect the ring's newest Lease
-    /// version (at most [`ShardConfig::catch_up_timeout`](super::ShardConfig::catch_up_timeout)),
-    /// so they show every child the previous holder created; then the
-    /// cached owners in it are queued (their events were dropped while
-    /// another member held them). Its `owners held` figure counts this
-    /// controller's cache.
-    pub fn gate<K, R, Fut, E, Ctx>(
-        &self,
-        controller: &Controller<K>,
-        reconcile: R,
-    ) -> impl Fn(ObjectKey, Option<Arc<K>>, Arc<Ctx>) -> Gated<E> + Send + Sync + 'static
-    where
-        K: Watchable,
-        R: Fn(ObjectKey, Option<Arc<K>>, Arc<Ctx>) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Action, E>> + Send + 'static,
-        E: Send + 'static,
-        Ctx: Send + Sync + 'static,
-    {
+    /// Attaches `controller`: how the member queues its owners of gained
+    /// slots, counts the owners it holds, and tells whether its caches
+    /// caught up with the ring.
+    pub(crate) fn attach_controller<K: Watchable>(&self, controller: &Controller<K>) {
         let (store, queue) = (controller.store(), controller.queue().clone());
         let counted = controller.store();
         let caches = controller.clone();
@@ -100,27 +89,36 @@ impl ShardMember {
             }),
             caught_up: Box::new(move |rv| caches.caches_observed(rv)),
         });
-        let member = self.clone();
-        move |key: ObjectKey, owner: Option<Arc<K>>, ctx: Arc<Ctx>| {
-            let uid = owner.as_ref().and_then(|o| o.meta().uid.clone());
-            let Some(guard) = member.enter(&key, uid.as_deref()) else {
-                member.count_sync(false);
-                tracing::trace!(%key, "not reconciled: another member holds the owner");
-                return Box::pin(async { Ok(Action::done()) }) as BoxFuture<'static, _>;
-            };
-            member.count_sync(true);
-            let gone = owner.is_none();
-            let sync = reconcile(key.clone(), owner, ctx);
-            let member = member.clone();
-            Box::pin(async move {
-                let result = sync.await;
-                drop(guard);
-                if gone {
-                    member.forget(&key);
-                }
-                result
-            })
+    }
+
+    /// Runs `reconcile(key, owner)` if this member holds the owner (by its
+    /// UID, or for a deleted owner the UID its events carried), counted in
+    /// flight for its slot; otherwise returns `Action::done()` (the member
+    /// that holds it has its own events).
+    pub(crate) async fn gated<K, Fut, E>(
+        &self,
+        key: ObjectKey,
+        owner: Option<Arc<K>>,
+        reconcile: impl FnOnce(ObjectKey, Option<Arc<K>>) -> Fut,
+    ) -> Result<Action, E>
+    where
+        K: Resource,
+        Fut: Future<Output = Result<Action, E>>,
+    {
+        let uid = owner.as_ref().and_then(|o| o.meta().uid.clone());
+        let Some(guard) = self.enter(&key, uid.as_deref()) else {
+            self.count_sync(false);
+            tracing::trace!(%key, "not reconciled: another member holds the owner");
+            return Ok(Action::done());
+        };
+        self.count_sync(true);
+        let gone = owner.is_none();
+        let result = reconcile(key.clone(), owner).await;
+        drop(guard);
+        if gone {
+            self.forget(&key);
         }
+        result
     }
 }
 
@@ -217,29 +215,33 @@ mod tests {
             .unwrap();
         let calls = Arc::new(AtomicUsize::new(0));
         let counted = Arc::clone(&calls);
-        let gated = member.gate(
-            &controller,
-            move |_key, _rs: Option<Arc<ReplicaSet>>, _ctx: Arc<()>| {
-                counted.fetch_add(1, Ordering::SeqCst);
-                async { Ok::<_, String>(Action::requeue_after(std::time::Duration::from_secs(1))) }
-            },
-        );
+        let gated = |key: ObjectKey, owner: Option<Arc<ReplicaSet>>| {
+            let counted = Arc::clone(&counted);
+            let member = member.clone();
+            async move {
+                member
+                    .gated(key, owner, move |_key, _rs| {
+                        counted.fetch_add(1, Ordering::SeqCst);
+                        async {
+                            Ok::<_, String>(Action::requeue_after(std::time::Duration::from_secs(
+                                1,
+                            )))
+                        }
+                    })
+                    .await
+            }
+        };
         let held = Arc::new(rs("held", &held_uid));
         let other = Arc::new(rs("other", &other_uid));
-        let ran = gated(ObjectKey::new("ns", "held"), Some(held), Arc::new(())).await;
+        let ran = gated(ObjectKey::new("ns", "held"), Some(held)).await;
         assert_eq!(
             ran,
             Ok(Action::requeue_after(std::time::Duration::from_secs(1)))
         );
-        let skipped = gated(
-            ObjectKey::new("ns", "other"),
-            Some(Arc::clone(&other)),
-            Arc::new(()),
-        )
-        .await;
+        let skipped = gated(ObjectKey::new("ns", "other"), Some(Arc::clone(&other))).await;
         assert_eq!(skipped, Ok(Action::done()));
         // A key nobody can place (no object, no event seen) is not reconciled.
-        let unknown = gated(ObjectKey::new("ns", "gone"), None, Arc::new(())).await;
+        let unknown = gated(ObjectKey::new("ns", "gone"), None).await;
         assert_eq!(unknown, Ok(Action::done()));
         assert_eq!(calls.load(Ordering::SeqCst), 1);
         let stats = member.stats();

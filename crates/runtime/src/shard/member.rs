@@ -88,7 +88,7 @@ impl ShardConfig {
     /// controllers' caches to catch up with the ring (3 s by default).
     ///
     /// Before it syncs a slot it gained, a member waits until every cache
-    /// of every [gated](ShardMember::gate) controller reflects the newest
+    /// of every [sharded](crate::ControllerBuilder::shard) controller reflects the newest
     /// Lease version it has seen, which is at or after the previous
     /// holder's acknowledgement; the previous holder finished its syncs
     /// before that write, so the caches then show every child it created
@@ -118,7 +118,7 @@ impl ShardConfig {
         i32::try_from(self.lease_duration.as_secs().max(1)).unwrap_or(i32::MAX)
     }
 
-    fn validate(&self) -> Result<(), ShardError> {
+    pub(crate) fn validate(&self) -> Result<(), ShardError> {
         let bad = |why: String| Err(ShardError::Config { why });
         if self.namespace.is_empty() {
             return bad("the namespace is empty".into());
@@ -252,9 +252,9 @@ pub(crate) struct Inner {
 /// [module documentation](super) and `docs/sharding.md`.
 ///
 /// Clones are handles on the same member. Give it to the controller with
-/// [`ControllerBuilder::shard`](crate::ControllerBuilder::shard), wrap the
-/// reconcile with [`gate`](Self::gate), and [`run`](Self::run) it beside
-/// the controller.
+/// [`ControllerBuilder::shard`](crate::ControllerBuilder::shard) and
+/// [`run`](Self::run) it beside the controller (a
+/// [`Manager`](crate::Manager) with `--shard-ring` does both).
 #[derive(Clone)]
 pub struct ShardMember {
     pub(crate) inner: Arc<Inner>,

@@ -26,8 +26,13 @@
 //!   previous holder created; bounded by
 //!   [`ShardConfig::catch_up_timeout`], after which it fails open.
 //! - **Filtering.** [`ControllerBuilder::shard`](crate::ControllerBuilder::shard)
-//!   drops other members' keys before the queue; [`ShardMember::gate`]
-//!   wraps the reconcile. Metrics: [`ShardMetrics`].
+//!   drops other members' keys before the queue, and
+//!   [`Controller::run`](crate::Controller::run) then reconciles only
+//!   owners the member holds. Metrics: [`ShardMetrics`].
+//! - **In a manager.** `--shard-ring NAME` on a
+//!   [`Manager`](crate::Manager) runs a member and shards every controller
+//!   built on its factory, with no code of the binary's own
+//!   ([`ShardingConfig`](crate::manager::ShardingConfig)).
 //!
 //! ```no_run
 //! # async fn demo(client: kube::Client, factory: ctrlkit_informer::SharedInformerFactory) -> Result<(), Box<dyn std::error::Error>> {
@@ -48,7 +53,7 @@
 //! let ring = tokio::spawn(member.clone().run(client, stop.clone().cancelled_owned()));
 //! controller
 //!     .clone()
-//!     .run(member.gate(&controller, reconcile), Arc::new(()), stop.cancelled_owned())
+//!     .run(reconcile, Arc::new(()), stop.cancelled_owned())
 //!     .await?;
 //! ring.await??;
 //! # Ok(())
@@ -66,6 +71,7 @@ mod slots;
 
 pub use assign::assign;
 pub use error::ShardError;
+pub(crate) use gate::ShardAdmission;
 pub use member::{ShardConfig, ShardMember, ShardStats};
 pub use metrics::ShardMetrics;
 pub use ring::{CHECK_ANNOTATION, CLAIMS_ANNOTATION, RELEASED_ANNOTATION, RING_LABEL};
