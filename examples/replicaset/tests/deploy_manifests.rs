@@ -664,3 +664,110 @@ fn the_image_is_built_locked_from_pinned_bases_with_a_small_context() {
             .any(|p| p.contains(".md") || p.contains(".rs"))
     );
 }
+
+#[test]
+fn sharded_deployment_runs_three_ring_members_with_lease_rbac_in_its_namespace() {
+    let binary = "replicaset-controller";
+    let all = all_documents(&deploy_dir());
+    let namespace = str_at(one(&all, "Namespace"), "/metadata/name").to_string();
+    let docs = documents(&deploy_dir().join("replicaset-controller-sharded"));
+
+    let account = one(&docs, "ServiceAccount");
+    assert_eq!(str_at(account, "/metadata/name"), binary);
+    assert_eq!(str_at(account, "/metadata/namespace"), namespace);
+    assert_eq!(
+        grants(one(&docs, "ClusterRole")),
+        controller_rules_for(binary),
+        "the controller's rules do not change with sharding"
+    );
+    let ring_role = named(&docs, "Role", &format!("{binary}-shard-ring"));
+    assert_eq!(str_at(ring_role, "/metadata/namespace"), namespace);
+    // The member's Lease informer (list, watch), its Lease (create, patch
+    // to renew and claim), leaving (delete). No leader-election Lease.
+    assert_eq!(
+        grants(ring_role),
+        expected(&[(
+            "coordination.k8s.io",
+            "leases",
+            "*",
+            &["list", "watch", "create", "patch", "delete"],
+        )])
+    );
+    assert!(find(&docs, "Role").len() == 1, "only the ring's Role");
+
+    // Three replicas, sharded, no leader election; the identity is the pod
+    // name, the Leases in the pod's namespace.
+    let deployment = one(&docs, "Deployment");
+    assert_eq!(str_at(deployment, "/metadata/namespace"), namespace);
+    assert_eq!(deployment["spec"]["replicas"], 3);
+    let pod = &deployment["spec"]["template"]["spec"];
+    assert_eq!(str_at(pod, "/serviceAccountName"), binary);
+    let container = &pod["containers"][0];
+    assert!(str_at(container, "/command/0").ends_with(&format!("/{binary}")));
+    let env = |name: &str| {
+        container["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == name)
+            .map(|e| str_at(e, "/valueFrom/fieldRef/fieldPath").to_owned())
+            .unwrap_or_else(|| panic!("no env {name}"))
+    };
+    assert_eq!(env("POD_NAMESPACE"), "metadata.namespace");
+    assert_eq!(env("POD_NAME"), "metadata.name");
+    let pod_name = "replicaset-controller-7d9f8b6c5-x2x4q";
+    let args: Vec<String> = container["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            a.as_str()
+                .unwrap()
+                .replace("$(POD_NAMESPACE)", &namespace)
+                .replace("$(POD_NAME)", pod_name)
+        })
+        .collect();
+    let cli = Cli::try_parse_from(std::iter::once(binary.to_string()).chain(args))
+        .unwrap_or_else(|e| panic!("bad args: {e}"));
+    let settings = cli.manager.config(binary);
+    assert_eq!(settings.validate(), Ok(()));
+    assert!(settings.leader_election.is_none());
+    assert_eq!(settings.namespace, None, "all namespaces");
+    let sharding = settings.sharding.expect("--shard-ring");
+    assert_eq!(sharding.ring, binary);
+    assert_eq!(sharding.namespace, namespace);
+    assert_eq!(sharding.identity, pod_name);
+    let lease = sharding.shard_config().lease_name();
+
+    // As the API server's RBAC authorizer sees it.
+    let refs: Vec<&Value> = docs.iter().map(|(_, d)| d).collect();
+    let policy = policy(&refs);
+    let user = service_account(&namespace, binary);
+    for (method, path, query) in requests(binary, None, "default") {
+        assert!(
+            allowed(&policy, &user, &method, &path, &query),
+            "{method} {path}"
+        );
+    }
+    let leases = format!("/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases");
+    let selector = format!("labelSelector=ctrlkit.io%2Fshard-ring%3D{binary}");
+    for (method, path, query) in [
+        ("GET", leases.clone(), selector.clone()),
+        (
+            "GET",
+            leases.clone(),
+            format!("{selector}&watch=true&allowWatchBookmarks=true"),
+        ),
+        ("POST", leases.clone(), String::new()),
+        ("PATCH", format!("{leases}/{lease}"), String::new()),
+        ("DELETE", format!("{leases}/{lease}"), String::new()),
+    ] {
+        assert!(
+            allowed(&policy, &user, method, &path, &query),
+            "{method} {path}?{query}"
+        );
+    }
+    let elsewhere = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases";
+    assert!(!allowed(&policy, &user, "POST", elsewhere, ""));
+    assert!(!allowed(&policy, &user, "GET", "/api/v1/secrets", ""));
+}
