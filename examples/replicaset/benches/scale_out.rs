@@ -24,6 +24,17 @@
 //! The targets: exactly `RS × replicas` pod creates, at most 2 status
 //! writes per ReplicaSet per status change, no failed request.
 //!
+//! **Sharded mode** (issue 16): `CTRLKIT_BENCH_MEMBERS=1,3` runs the
+//! workload once per entry, back to back on fresh clusters: `1` is one
+//! unsharded replica, `N > 1` is N replicas with `--shard-ring` (1 s
+//! renewals, 3 s leases), timed from when the ring is settled (every slot
+//! held) so ring formation is not counted. Each sharded run also reports,
+//! per member, its share of the owners (`ctrlkit_shard_owners_held`), its
+//! syncs, peak RSS and CPU; the targets add each share within 33% ± 5%
+//! for 3 members (generally 1/N ± 5 points). The issue's workload:
+//! `CTRLKIT_BENCH_RS=3000 CTRLKIT_BENCH_REPLICAS=3 CTRLKIT_BENCH_MEMBERS=1,3
+//! cargo bench -p ctrlkit-replicaset --bench scale_out`.
+//!
 //! `CTRLKIT_BENCH_CONTROLLER=<path>` runs another build of the controller
 //! binary (e.g. a copy built from an earlier commit) under the same driver,
 //! for before/after comparisons back to back.
@@ -67,20 +78,36 @@ struct Controller {
 }
 
 impl Controller {
-    fn spawn(kubeconfig: &str, workers: usize) -> Self {
+    /// One replica; with `shard`, member `shard` of the ring.
+    fn spawn(kubeconfig: &str, workers: usize, shard: Option<&str>) -> Self {
         let workers = workers.to_string();
         let bin = std::env::var("CTRLKIT_BENCH_CONTROLLER").unwrap_or_else(|_| BIN.to_owned());
+        let mut args = vec![
+            "--kubeconfig",
+            kubeconfig,
+            "--metrics-addr",
+            "127.0.0.1:0",
+            "--health-addr",
+            "0",
+            "--workers",
+            &workers,
+        ];
+        if let Some(identity) = shard {
+            args.extend([
+                "--shard-ring",
+                "bench",
+                "--shard-identity",
+                identity,
+                "--lease-namespace",
+                NS,
+                "--lease-duration",
+                "3",
+                "--renew-deadline",
+                "2",
+            ]);
+        }
         let mut child = Command::new(bin)
-            .args([
-                "--kubeconfig",
-                kubeconfig,
-                "--metrics-addr",
-                "127.0.0.1:0",
-                "--health-addr",
-                "0",
-                "--workers",
-                &workers,
-            ])
+            .args(args)
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -316,6 +343,14 @@ fn main() {
     let rs_count = env_usize("CTRLKIT_BENCH_RS", if smoke { 5 } else { 1_000 });
     let replicas = env_usize("CTRLKIT_BENCH_REPLICAS", if smoke { 2 } else { 10 });
     let workers = env_usize("CTRLKIT_BENCH_WORKERS", 5);
+    let members: Vec<usize> = std::env::var("CTRLKIT_BENCH_MEMBERS")
+        .unwrap_or_else(|_| "1".into())
+        .split(',')
+        .map(|m| match m.trim().parse() {
+            Ok(n) if n > 0 => n,
+            _ => panic!("CTRLKIT_BENCH_MEMBERS: {m:?} is not a positive member count"),
+        })
+        .collect();
     let timeout = Duration::from_secs(env_usize("CTRLKIT_BENCH_TIMEOUT_SECS", 1_800) as u64);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -323,13 +358,37 @@ fn main() {
         .build()
         .unwrap();
     runtime.block_on(async move {
-        tokio::time::timeout(timeout, run(rs_count, replicas, workers))
-            .await
-            .expect("scale-out did not converge within CTRLKIT_BENCH_TIMEOUT_SECS");
+        for members in members {
+            tokio::time::timeout(timeout, run(rs_count, replicas, workers, members))
+                .await
+                .expect("scale-out did not converge within CTRLKIT_BENCH_TIMEOUT_SECS");
+        }
     });
 }
 
-async fn run(rs_count: usize, replicas: usize, workers: usize) {
+/// Waits until every member of the ring sees all the others and together
+/// they hold every slot.
+async fn ring_settled(controllers: &[Controller]) {
+    let started = Instant::now();
+    loop {
+        let mut held = 0.0;
+        let mut all_seen = true;
+        for c in controllers {
+            held += c.metric_sum("ctrlkit_shard_slots_held").await;
+            all_seen &= c.metric_sum("ctrlkit_shard_members").await == controllers.len() as f64;
+        }
+        if all_seen && held == 1024.0 {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the shard ring did not settle"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn run(rs_count: usize, replicas: usize, workers: usize, members: usize) {
     let pods = rs_count * replicas;
     // 110 pods per node, as the kubelet's default maxPods, with 10% spare.
     let nodes = (pods * 11 / 10).div_ceil(110).max(1);
@@ -350,18 +409,32 @@ async fn run(rs_count: usize, replicas: usize, workers: usize) {
     let api: Api<ReplicaSet> = Api::namespaced(client.clone(), NS);
 
     let before = cluster.requests();
-    let controller = Controller::spawn(kubeconfig.path().to_str().unwrap(), workers);
+    let sharded = members > 1;
+    let controllers: Vec<Controller> = (0..members)
+        .map(|i| {
+            let identity = format!("m{i}");
+            let shard = sharded.then_some(identity.as_str());
+            Controller::spawn(kubeconfig.path().to_str().unwrap(), workers, shard)
+        })
+        .collect();
     let started = Instant::now();
-    while !controller.logged("informer caches synced") {
+    while !controllers
+        .iter()
+        .all(|c| c.logged("informer caches synced"))
+    {
         assert!(
             started.elapsed() < Duration::from_secs(60),
             "controller did not sync its caches"
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    if sharded {
+        ring_settled(&controllers).await;
+    }
+    let cpu = |cs: &[Controller]| cs.iter().map(Controller::cpu_seconds).sum::<f64>();
 
     let watch = tokio::spawn(follow(api.clone(), rs_count, replicas));
-    let (controller_cpu0, own_cpu0) = (controller.cpu_seconds(), cpu_seconds("/proc/self/stat"));
+    let (controller_cpu0, own_cpu0) = (cpu(&controllers), cpu_seconds("/proc/self/stat"));
     let t0 = Instant::now();
     futures::stream::iter(0..rs_count)
         .for_each_concurrent(CREATE_TASKS, |i| {
@@ -375,23 +448,49 @@ async fn run(rs_count: usize, replicas: usize, workers: usize) {
     let created_in = t0.elapsed();
     let seen = watch.await.unwrap();
     let converged_in = t0.elapsed();
-    let controller_cpu = controller.cpu_seconds() - controller_cpu0;
+    let controller_cpu = cpu(&controllers) - controller_cpu0;
     let own_cpu = cpu_seconds("/proc/self/stat") - own_cpu0;
     let at_convergence = cluster.requests().since(&before);
 
     // Late writes after convergence count too.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let stats = cluster.requests().since(&before);
-    let peak_rss_kib = controller.peak_rss_kib();
-    let syncs = controller
-        .metric_sum("controller_runtime_reconcile_total")
-        .await;
-    let stale_skips = controller
-        .metric_sum("replicaset_controller_stale_sync_skips_total")
-        .await;
-    let warnings = controller.count_logged("WARN");
-    let errors = controller.count_logged("ERROR");
-    let exit = controller.stop().await;
+    let mut per_member = Vec::new();
+    let (mut syncs, mut stale_skips, mut warnings, mut errors) = (0.0, 0.0, 0, 0);
+    let mut peak_rss_kib = 0;
+    let mut shares_ok = true;
+    for c in &controllers {
+        let member_syncs = c.metric_sum("controller_runtime_reconcile_total").await;
+        syncs += member_syncs;
+        stale_skips += c
+            .metric_sum("replicaset_controller_stale_sync_skips_total")
+            .await;
+        warnings += c.count_logged("WARN");
+        errors += c.count_logged("ERROR");
+        peak_rss_kib = peak_rss_kib.max(c.peak_rss_kib());
+        if sharded {
+            let held = c.metric_sum("ctrlkit_shard_owners_held").await;
+            let share = held / rs_count as f64;
+            shares_ok &= (share - 1.0 / members as f64).abs() <= 0.05;
+            per_member.push(json!({
+                "owners_held": held,
+                "share_pct": (share * 1000.0).round() / 10.0,
+                "shard_syncs": c.metric_sum("ctrlkit_shard_syncs_total").await,
+                "reconciles": member_syncs,
+                "peak_rss_mib": (c.peak_rss_kib() as f64 / 1024.0 * 10.0).round() / 10.0,
+                "cpu_s": (c.cpu_seconds() * 100.0).round() / 100.0,
+            }));
+        }
+    }
+    let mut exits = Vec::new();
+    for c in controllers {
+        exits.push(c.stop().await);
+    }
+    let exit = exits
+        .iter()
+        .find(|e| !e.success())
+        .copied()
+        .unwrap_or(exits[0]);
 
     // Cross-check the end state with one list (after the statistics).
     let list = api.list(&ListParams::default()).await.unwrap();
@@ -415,6 +514,8 @@ async fn run(rs_count: usize, replicas: usize, workers: usize) {
     let writes_per_change = status_writes.total() as f64 / status_changes.max(1) as f64;
     let result = json!({
         "bench": "scale_out",
+        "members": members,
+        "per_member": per_member,
         "replica_sets": rs_count,
         "replicas": replicas,
         "controller_workers": workers,
@@ -422,6 +523,7 @@ async fn run(rs_count: usize, replicas: usize, workers: usize) {
         "wall_time_s": (converged_in.as_secs_f64() * 1000.0).round() / 1000.0,
         "create_phase_s": (created_in.as_secs_f64() * 1000.0).round() / 1000.0,
         "pods_per_s": (pods as f64 / converged_in.as_secs_f64()).round(),
+        // The largest member's, when sharded.
         "controller_peak_rss_mib": (peak_rss_kib as f64 / 1024.0 * 10.0).round() / 10.0,
         "controller_cpu_s": (controller_cpu * 100.0).round() / 100.0,
         "cluster_and_driver_cpu_s": (own_cpu * 100.0).round() / 100.0,
@@ -451,6 +553,7 @@ async fn run(rs_count: usize, replicas: usize, workers: usize) {
             "exact_pod_creates": pod_creates.total() == pods as u64 && pod_creates.success == pods as u64,
             "at_most_2_status_writes_per_change": writes_per_change <= 2.0,
             "no_failed_requests": failed == 0,
+            "shares_within_5_points": !sharded || shares_ok,
         },
     });
     println!("{result}");
