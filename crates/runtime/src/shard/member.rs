@@ -12,7 +12,7 @@ use std::time::Duration;
 use ctrlkit_informer::{CompareError, DeletedObject, EventHandler, Informer, ObjectKey};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::watcher;
 use kube::{Api, Client};
 use parking_lot::Mutex;
@@ -25,7 +25,7 @@ use super::assign::assign;
 use super::error::ShardError;
 use super::handover::{Handover, Inputs};
 use super::metrics::{HandoverLabels, MemberLabels, ShardMetrics};
-use super::ring::{Claims, RING_LABEL, RingView, claim_annotations};
+use super::ring::{Claims, Expired, RING_LABEL, RingView, claim_annotations};
 use super::slots::{SLOTS, SlotSet, slot_of_uid};
 
 /// How a member takes part in a ring.
@@ -484,7 +484,7 @@ impl ShardMember {
             }
             was_fenced = fenced;
             let lease_rv = informer.last_sync_resource_version();
-            self.step(
+            let expired = self.step(
                 &mut handover,
                 &mut catching_up,
                 lease_rv,
@@ -492,6 +492,9 @@ impl ShardMember {
                 fenced,
                 now,
             );
+            for lease in expired {
+                collect_expired(&api, config, &inner.lease_name, lease);
+            }
 
             let due = now >= next_renew || published.as_ref().map(|p| p.0) != Some(handover.claims);
             if due && now >= retry_at {
@@ -529,7 +532,7 @@ impl ShardMember {
     /// between reading what is in flight and changing what is active.
     /// Slots the protocol starts wait in `catching_up` until the attached
     /// caches reflect `lease_rv` (the newest Lease version seen) or the
-    /// catch-up timeout passes.
+    /// catch-up timeout passes. Returns the Leases that expired.
     fn step(
         &self,
         handover: &mut Handover,
@@ -538,15 +541,19 @@ impl ShardMember {
         published: &Option<(SlotSet, String)>,
         fenced: bool,
         now: Instant,
-    ) {
+    ) -> Vec<Expired> {
         let inner = &self.inner;
         let config = &inner.config;
-        let snapshot = {
+        let (snapshot, expired) = {
             let mut view = inner.view.lock();
-            for gone in view.prune(now, config.lease_duration) {
-                tracing::info!(ring = %config.ring, member = %inner.lease_name, expired = %gone, "a ring member's Lease expired");
+            let expired = view.prune(now, config.lease_duration);
+            for gone in &expired {
+                tracing::info!(ring = %config.ring, member = %inner.lease_name, expired = %gone.name, "a ring member's Lease expired");
             }
-            view.snapshot(&inner.lease_name, now, config.lease_duration)
+            (
+                view.snapshot(&inner.lease_name, now, config.lease_duration),
+                expired,
+            )
         };
         let members: Vec<&str> = snapshot.members.iter().map(String::as_str).collect();
         let desired = match members.iter().position(|m| *m == inner.lease_name) {
@@ -643,6 +650,7 @@ impl ShardMember {
                 }
             }
         }
+        expired
     }
 
     /// Takes out of `catching_up` the slots whose caches caught up, or
@@ -795,6 +803,33 @@ async fn write_lease(
         other => other?,
     };
     Ok(written.metadata.resource_version.unwrap_or_default())
+}
+
+/// Deletes another member's Lease that expired in this member's view, if
+/// it is still the version seen expiring (a precondition): a dead member's
+/// Lease would otherwise stay forever (identities are per process or per
+/// pod), and every relist or new member would count it live again for a
+/// lease duration. Every member races to do it; losing is harmless. A
+/// holder that was only cut off re-creates its Lease when it renews again
+/// (it stopped syncing at its renew deadline, before expiry).
+fn collect_expired(api: &Api<Lease>, config: &ShardConfig, own: &str, lease: Expired) {
+    let Some(rv) = lease.resource_version.filter(|_| lease.name != own) else {
+        return;
+    };
+    let (api, ring, name) = (api.clone(), config.ring.clone(), lease.name);
+    tokio::spawn(async move {
+        let params = DeleteParams::default().preconditions(Preconditions {
+            resource_version: Some(rv),
+            uid: None,
+        });
+        match api.delete(&name, &params).await {
+            Ok(_) => tracing::info!(%ring, lease = %name, "deleted an expired ring Lease"),
+            Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
+            Err(error) => {
+                tracing::debug!(%ring, lease = %name, error = &error as &dyn std::error::Error, "cannot delete an expired ring Lease")
+            }
+        }
+    });
 }
 
 /// Feeds the ring view from the Lease informer and wakes the loop.

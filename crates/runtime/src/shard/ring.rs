@@ -113,6 +113,15 @@ impl Peer {
     }
 }
 
+/// A Lease that expired in a member's view.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Expired {
+    pub(crate) name: String,
+    /// Its version as last seen; `None` if it had already left the
+    /// informer (deleted, or unlabelled by hand).
+    pub(crate) resource_version: Option<String>,
+}
+
 /// What one member knows of its ring.
 #[derive(Debug, Default)]
 pub(crate) struct RingView {
@@ -183,16 +192,20 @@ impl RingView {
         }
     }
 
-    /// Drops Leases that expired; returns their names.
-    pub(crate) fn prune(&mut self, now: Instant, min_duration: Duration) -> Vec<String> {
-        let expired: Vec<String> = self
+    /// Drops Leases that expired; returns their names, with the
+    /// resourceVersion of those still in the informer (to garbage-collect).
+    pub(crate) fn prune(&mut self, now: Instant, min_duration: Duration) -> Vec<Expired> {
+        let expired: Vec<Expired> = self
             .peers
             .iter()
             .filter(|(_, p)| p.expires(min_duration) <= now)
-            .map(|(n, _)| n.clone())
+            .map(|(n, p)| Expired {
+                name: n.clone(),
+                resource_version: p.resource_version.clone().filter(|_| !p.gone),
+            })
             .collect();
-        for name in &expired {
-            self.peers.remove(name);
+        for e in &expired {
+            self.peers.remove(&e.name);
         }
         expired
     }
@@ -299,7 +312,11 @@ mod tests {
         let snap = view.snapshot("r-a", t0 + Duration::from_secs(11), min);
         assert_eq!(snap.members, ["r-a"]);
         assert!(snap.others_claims.is_empty());
-        assert_eq!(view.prune(t0 + Duration::from_secs(11), min), ["r-b"]);
+        let expired = view.prune(t0 + Duration::from_secs(11), min);
+        assert_eq!(
+            expired.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(),
+            ["r-b"]
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -322,7 +339,7 @@ mod tests {
             "released: not a member"
         );
         view.observe_gone("r-c");
-        assert_eq!(view.prune(t0, min), Vec::<String>::new());
+        assert_eq!(view.prune(t0, min), Vec::<Expired>::new());
         assert_eq!(view.peers.len(), 1);
     }
 }
