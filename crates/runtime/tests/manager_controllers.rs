@@ -253,7 +253,7 @@ impl k8s_openapi::Metadata for Switches {
 
 /// An owner the informer cannot decode does not stop the others from
 /// being reconciled, and gets a `Warning DecodeFailed` event from the
-/// controller's recorder (issue 15).
+/// controller's recorder, reported as its `event_reporter` (issue 15).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_undecodable_owner_gets_a_warning_event_and_the_others_reconcile() {
     use k8s_openapi::api::core::v1::Event;
@@ -273,7 +273,8 @@ async fn an_undecodable_owner_gets_a_warning_event_and_the_others_reconcile() {
 
     let mut manager = Manager::with_client(cluster.client(), config_of("default")).unwrap();
     let controller = Controller::<Switches>::builder_for(&mut manager)
-        .name("switches-controller")
+        .name("switches")
+        .event_reporter("switches-controller")
         .build()
         .unwrap();
     let seen = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));

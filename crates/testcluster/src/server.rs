@@ -67,29 +67,73 @@ fn off_the_workers<R>(f: impl FnOnce() -> R) -> R {
     }
 }
 
+/// How much of an oversized body is read and thrown away before the 413 is
+/// sent. Clients (hyper's, for one) write the whole body before they read
+/// the answer; a server that answers and closes with the body half read
+/// resets the connection under them, and they see a broken pipe instead of
+/// the 413. Go's net/http discards a bounded remainder for the same reason.
+/// A body announced larger than this is answered at once: nobody should
+/// wait for 100 MB to be uploaded just to be told no.
+const DRAIN_OVERSIZED_BYTES: usize = 4 * decode::MAX_REQUEST_BODY_BYTES;
+
+/// How long the rest of an oversized body is waited for before the 413 is
+/// sent anyway (a client that stalls mid-body holds no handler for long).
+const DRAIN_OVERSIZED_FOR: Duration = Duration::from_secs(10);
+
 /// The request body, at most [`decode::MAX_REQUEST_BODY_BYTES`]: a larger
 /// one (by its `Content-Length`, or once that many bytes were read) is
-/// kube-apiserver's `413 RequestEntityTooLarge`.
-async fn read_body(headers: &HeaderMap, body: Body) -> Result<Bytes, ApiError> {
+/// kube-apiserver's `413 RequestEntityTooLarge`, answered after the rest of
+/// the body was drained (see [`DRAIN_OVERSIZED_BYTES`]).
+async fn read_body(headers: &HeaderMap, mut body: Body) -> Result<Bytes, ApiError> {
+    use http_body_util::BodyExt;
     let limit = decode::MAX_REQUEST_BODY_BYTES;
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
-    if declared.is_some_and(|n| n > limit as u64) {
+    if declared.is_some_and(|n| n > DRAIN_OVERSIZED_BYTES as u64) {
         return Err(ApiError::request_entity_too_large(limit));
     }
-    axum::body::to_bytes(body, limit).await.map_err(|e| {
-        let too_large = e
-            .into_inner()
-            .downcast_ref::<http_body_util::LengthLimitError>()
-            .is_some();
-        if too_large {
-            ApiError::request_entity_too_large(limit)
+    let mut oversized = declared.is_some_and(|n| n > limit as u64);
+    let drain_until = tokio::time::Instant::now() + DRAIN_OVERSIZED_FOR;
+    let mut data = BytesMut::new();
+    let mut read = 0usize;
+    loop {
+        let frame = if oversized {
+            match tokio::time::timeout_at(drain_until, body.frame()).await {
+                Ok(frame) => frame,
+                Err(_) => break,
+            }
         } else {
-            ApiError::bad_request("reading the request body failed")
+            body.frame().await
+        };
+        let chunk = match frame {
+            None => break,
+            Some(Ok(frame)) => match frame.into_data() {
+                Ok(chunk) => chunk,
+                Err(_) => continue,
+            },
+            Some(Err(_)) if oversized => break,
+            Some(Err(_)) => return Err(ApiError::bad_request("reading the request body failed")),
+        };
+        read = read.saturating_add(chunk.len());
+        if read > limit && !oversized {
+            oversized = true;
+            data = BytesMut::new();
         }
-    })
+        if oversized {
+            if read > DRAIN_OVERSIZED_BYTES {
+                break;
+            }
+        } else {
+            data.extend_from_slice(&chunk);
+        }
+    }
+    if oversized {
+        Err(ApiError::request_entity_too_large(limit))
+    } else {
+        Ok(data.freeze())
+    }
 }
 
 /// Shared server state.

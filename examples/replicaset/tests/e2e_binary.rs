@@ -276,6 +276,10 @@ async fn an_undecodable_replicaset_gets_a_warning_event_and_blinds_nothing() {
     .await;
     assert_eq!(warning.type_.as_deref(), Some("Warning"));
     assert_eq!(warning.involved_object.kind.as_deref(), Some("ReplicaSet"));
+    assert_eq!(
+        warning.source.as_ref().and_then(|s| s.component.as_deref()),
+        Some("replicaset-controller")
+    );
     let message = warning.message.unwrap_or_default();
     assert!(
         message.contains("terminationMessagePath") || message.contains("invalid type"),

@@ -2,16 +2,14 @@
 //! manager, the context its reconcile gets. Everything else is the
 //! operator's own logic.
 
-use std::sync::Arc;
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
 use ctrlkit::prelude::*;
 use k8s_openapi::api::{apps::v1::Deployment, core::v1::ConfigMap, core::v1::Service};
 
-use crate::api::KubeWebAppApi;
 use crate::reconcile::{Caches, Context, reconcile};
-use crate::resource::WebApp;
 use crate::routes::{self, RoutesRef};
+use crate::{api::KubeWebAppApi, resource::WebApp};
 
 /// The controller's name: its metrics label, lease, event reporter and
 /// field manager.

@@ -260,6 +260,7 @@ pub struct ControllerBuilder<'a, K> {
     factory: Option<FactoryRef<'a>>,
     owner: InformerPlan<K>,
     name: Option<String>,
+    event_reporter: Option<String>,
     namespace: Option<String>,
     sources: Vec<Box<dyn Source<K>>>,
     workers: usize,
@@ -282,6 +283,7 @@ impl<K> fmt::Debug for ControllerBuilder<'_, K> {
         f.debug_struct("ControllerBuilder")
             .field("factory", &self.factory.is_some())
             .field("name", &self.name)
+            .field("event_reporter", &self.event_reporter)
             .field("namespace", &self.namespace)
             .field("sources", &self.sources.len())
             .field("workers", &self.workers)
@@ -321,6 +323,7 @@ impl<'a, K: Watchable> ControllerBuilder<'a, K> {
                 ..InformerPlan::default()
             },
             name: None,
+            event_reporter: None,
             namespace: None,
             sources: Vec::new(),
             workers: 1,
@@ -353,6 +356,18 @@ impl<'a, K: Watchable> ControllerBuilder<'a, K> {
     /// the reporter of the controller's events.
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());
+        self
+    }
+
+    /// Names the reporter (`reportingController`) of the events the
+    /// [`Manager`](crate::manager::Manager) records for this controller,
+    /// such as the `DecodeFailed` warning on an owner its informer cannot
+    /// decode. Defaults to the [name](Self::name); set it when the two
+    /// differ, as upstream's do: the ReplicaSet controller's queue and
+    /// metrics are `replicaset`, its events come from
+    /// `replicaset-controller`.
+    pub fn event_reporter(mut self, reporter: impl Into<String>) -> Self {
+        self.event_reporter = Some(reporter.into());
         self
     }
 
@@ -634,8 +649,10 @@ impl<'a, K: Watchable> ControllerBuilder<'a, K> {
             update_filter: self.owner_update_filter,
         });
         owner_informer.add_event_handler_arc(Arc::clone(&owner_handler));
+        let event_reporter = self.event_reporter.take().unwrap_or_else(|| name.clone());
         let controller = Controller {
             name: Arc::from(name),
+            event_reporter: Arc::from(event_reporter),
             owner_informer,
             owners,
             queue,

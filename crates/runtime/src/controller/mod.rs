@@ -78,6 +78,7 @@ struct RunSettings {
 /// backlog of the initial list.
 pub struct Controller<K> {
     name: Arc<str>,
+    event_reporter: Arc<str>,
     owner_informer: Informer<K>,
     owners: Store<K>,
     queue: WorkQueue<ObjectKey>,
@@ -102,6 +103,7 @@ impl<K> Clone for Controller<K> {
     fn clone(&self) -> Self {
         Self {
             name: Arc::clone(&self.name),
+            event_reporter: Arc::clone(&self.event_reporter),
             owner_informer: self.owner_informer.clone(),
             owners: self.owners.clone(),
             queue: self.queue.clone(),
@@ -168,6 +170,12 @@ impl<K: Watchable> Controller<K> {
     /// The controller's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The reporter of the events recorded for this controller: its
+    /// [`event_reporter`](ControllerBuilder::event_reporter), else its name.
+    pub fn event_reporter(&self) -> &str {
+        &self.event_reporter
     }
 
     /// The owner cache.

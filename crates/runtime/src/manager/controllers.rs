@@ -69,7 +69,8 @@ impl Manager {
     /// given by hand) have synced. An error of `run` (an informer that
     /// stopped before it synced) stops the manager. An owner the informer
     /// cannot decode gets a `Warning` `DecodeFailed` event from the
-    /// controller's [recorder](Self::event_recorder), besides the
+    /// controller's [recorder](Self::event_recorder) (as its
+    /// [`event_reporter`](Controller::event_reporter)), besides the
     /// informer's log line and metric.
     pub fn add_controller<K, R, Fut, E, Ctx>(
         &mut self,
@@ -87,7 +88,7 @@ impl Manager {
         controller
             .informer()
             .add_event_handler(undecodable_warning::<K>(
-                self.event_recorder(controller.name()),
+                self.event_recorder(controller.event_reporter()),
             ));
         let synced = controller.clone();
         let runnable = FnRunnable::new(controller.name().to_owned(), move |stop| async move {

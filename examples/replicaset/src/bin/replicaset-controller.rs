@@ -5,8 +5,7 @@
 //! filtered by `--log-level` / `RUST_LOG` (default `info`).
 
 use clap::Parser;
-use ctrlkit_replicaset::ReplicaSetController;
-use ctrlkit_replicaset::cli::ControllerArgs;
+use ctrlkit_replicaset::{ReplicaSetController, cli::ControllerArgs};
 use ctrlkit_runtime::manager::{ManagerArgs, run_main};
 
 /// Keeps the pods of every ReplicaSet at its spec.replicas: creates missing

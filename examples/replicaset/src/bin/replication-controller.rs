@@ -6,8 +6,7 @@
 //! filtered by `--log-level` / `RUST_LOG` (default `info`).
 
 use clap::Parser;
-use ctrlkit_replicaset::ReplicationManager;
-use ctrlkit_replicaset::cli::ControllerArgs;
+use ctrlkit_replicaset::{ReplicationManager, cli::ControllerArgs};
 use ctrlkit_runtime::manager::{ManagerArgs, run_main};
 
 /// Keeps the pods of every ReplicationController at its spec.replicas:

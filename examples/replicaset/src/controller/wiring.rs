@@ -2,16 +2,15 @@
 //! they own and watch, indexes, hooks), where they write through, how they
 //! join a manager, and their API.
 
-use std::fmt;
 use std::sync::Arc;
 
-use ctrlkit_events::{Recorder, undecodable_warning};
+use ctrlkit_events::Recorder;
 use ctrlkit_informer::{
     BY_CONTROLLER_UID, BY_ORPHAN_LABEL, Informer, ObjectKey, SharedInformerFactory,
     index_by_controller_uid, index_orphans_by_label,
 };
 use ctrlkit_podcontrol::{KubePodControl, PodControl};
-use ctrlkit_runtime::manager::{FnRunnable, LeaderFence, Manager};
+use ctrlkit_runtime::manager::{LeaderFence, Manager};
 use ctrlkit_runtime::{Action, ControllerBuilder, Owns};
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Pod, ReplicationController};
@@ -68,8 +67,8 @@ pub type ReplicaSetController = Controller<ReplicaSet>;
 /// `replicationmanager`).
 pub type ReplicationManager = Controller<ReplicationController>;
 
-impl<O: ReplicaOwner> fmt::Debug for Controller<O> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl<O: ReplicaOwner> std::fmt::Debug for Controller<O> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_tuple("Controller").field(&self.runtime).finish()
     }
 }
@@ -80,26 +79,19 @@ impl<O: ReplicaOwner> Controller<O> {
     /// its registry, and every write — pod creates, deletes and adoption
     /// patches, status writes, events — through its fenced client, pod
     /// writes also through the fence as their write gate, so a replica
-    /// that may have lost its lease writes nothing.
+    /// that may have lost its lease writes nothing. An owner the informer
+    /// cannot decode gets a `Warning` `DecodeFailed` event.
     ///
     /// # Errors
     /// [`Error::Build`] if the controller is declared twice on `manager`.
     pub fn add_to(manager: &mut Manager, mut options: ControllerOptions) -> Result<(), Error> {
         options.namespace = manager.namespace().map(str::to_owned);
         let recorder = manager.event_recorder(O::CONTROLLER_NAME);
-        let writers = Writers::kube(manager.client().clone(), manager.fence(), recorder.clone());
+        let writers = Writers::kube(manager.client().clone(), manager.fence(), recorder);
         let metrics = ControllerMetrics::register(manager.registry_mut());
         let builder = ctrlkit_runtime::Controller::builder(manager.factory());
         let controller = Self::build(builder, Owns::new(), writers, &options, Some(metrics))?;
-        // One owner the client cannot decode is skipped by the informer
-        // (logged, counted); this also puts a Warning event on it.
-        controller
-            .runtime()
-            .informer()
-            .add_event_handler(undecodable_warning::<O>(recorder));
-        manager.add(FnRunnable::new(O::QUEUE_NAME, move |stop| {
-            controller.run(stop)
-        }));
+        manager.add_controller(controller.runtime, Shared::reconcile, controller.shared);
         Ok(())
     }
 
@@ -178,6 +170,7 @@ impl<O: ReplicaOwner> Controller<O> {
         let count_skip = read_own_writes::skip_counter::<O>(&counters, metrics.as_ref());
         let mut builder = builder
             .name(O::QUEUE_NAME)
+            .event_reporter(O::CONTROLLER_NAME)
             .workers(options.workers.max(1))
             .expectations_ttl(options.expectations_ttl)
             .index(BY_CONTROLLER_UID, index_by_controller_uid)
@@ -217,12 +210,9 @@ impl<O: ReplicaOwner> Controller<O> {
     /// # Errors
     /// [`Error::Run`] if an informer stops before it synced.
     pub async fn run(self, shutdown: CancellationToken) -> Result<(), Error> {
+        let stop = shutdown.cancelled_owned();
         self.runtime
-            .run(
-                Shared::<O>::reconcile,
-                self.shared,
-                shutdown.cancelled_owned(),
-            )
+            .run(Shared::reconcile, self.shared, stop)
             .await?;
         Ok(())
     }
@@ -234,12 +224,9 @@ impl<O: ReplicaOwner> Controller<O> {
     /// # Errors
     /// Whatever failed; see [`Error`].
     pub async fn sync(&self, key: &ObjectKey) -> Result<Action, Error> {
+        let shared = Arc::clone(&self.shared);
         self.runtime
-            .reconcile_once(
-                key.clone(),
-                Shared::<O>::reconcile,
-                Arc::clone(&self.shared),
-            )
+            .reconcile_once(key.clone(), Shared::reconcile, shared)
             .await
     }
 
