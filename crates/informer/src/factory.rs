@@ -65,6 +65,7 @@ pub struct SharedInformerFactory {
     cancel: CancellationToken,
     informers: Mutex<HashMap<Key, Box<dyn Shared>>>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
+    extensions: Mutex<HashMap<TypeId, Box<dyn Any + Send + Sync>>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -135,7 +136,29 @@ impl SharedInformerFactory {
             cancel: CancellationToken::new(),
             informers: Mutex::new(HashMap::new()),
             tasks: Mutex::new(Vec::new()),
+            extensions: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Attaches `value` to the factory, one value per type (a second one
+    /// replaces the first), for code that builds on the factory to find:
+    /// process-wide context that belongs with the informers rather than in
+    /// a global. The runtime's manager puts its shard member here, so every
+    /// controller built on its factory is sharded.
+    pub fn insert_extension<T: Any + Clone + Send + Sync>(&self, value: T) {
+        self.extensions
+            .lock()
+            .insert(TypeId::of::<T>(), Box::new(value));
+    }
+
+    /// A clone of the value of type `T` attached with
+    /// [`insert_extension`](Self::insert_extension), if any.
+    pub fn extension<T: Any + Clone + Send + Sync>(&self) -> Option<T> {
+        self.extensions
+            .lock()
+            .get(&TypeId::of::<T>())
+            .and_then(|value| value.downcast_ref::<T>())
+            .cloned()
     }
 
     /// Sets the resync period given to informers created from now on.

@@ -89,3 +89,22 @@ async fn a_parent_token_stops_the_factory() {
         .unwrap();
     assert_eq!(synced, Err(InformerError::StoppedBeforeSync));
 }
+
+/// A value attached to a factory is found by type by whoever builds on the
+/// same factory, and by nobody else; a second value of a type replaces the
+/// first.
+#[tokio::test]
+async fn extensions_are_found_by_type_on_their_own_factory() {
+    #[derive(Clone, Debug, PartialEq)]
+    struct Ring(&'static str);
+    let factory = SharedInformerFactory::new(offline_client());
+    let other = SharedInformerFactory::new(offline_client());
+    assert_eq!(factory.extension::<Ring>(), None);
+    factory.insert_extension(Ring("a"));
+    factory.insert_extension(7u32);
+    assert_eq!(factory.extension::<Ring>(), Some(Ring("a")));
+    assert_eq!(factory.extension::<u32>(), Some(7));
+    assert_eq!(other.extension::<Ring>(), None);
+    factory.insert_extension(Ring("b"));
+    assert_eq!(factory.extension::<Ring>(), Some(Ring("b")));
+}

@@ -2,7 +2,7 @@
 //! and how every controller built on the manager's informer factory finds
 //! it, so that a binary on [`Manager`] is sharded with no code of its own.
 
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use ctrlkit_informer::SharedInformerFactory;
@@ -98,25 +98,11 @@ pub fn default_shard_identity() -> String {
     format!("{host}-{}", std::process::id())
 }
 
-/// The members of running managers, by the factory their controllers are
-/// built on. Weak: an entry goes when its manager's factory is dropped.
-type Registered = Vec<(Weak<SharedInformerFactory>, ShardMember)>;
-static MEMBERS: Mutex<Registered> = Mutex::new(Vec::new());
-
-/// Makes `member` the shard member of every controller built on `factory`.
-fn register(factory: &Arc<SharedInformerFactory>, member: &ShardMember) {
-    let mut members = MEMBERS.lock().unwrap_or_else(PoisonError::into_inner);
-    members.retain(|(f, _)| f.strong_count() > 0);
-    members.push((Arc::downgrade(factory), member.clone()));
-}
-
-/// The shard member of the sharded manager whose factory is `factory`.
+/// The shard member of the sharded manager whose factory is `factory`: the
+/// manager attaches it to its factory, so controllers built on that factory
+/// (with `builder_for` or `builder(manager.factory())`) find it there.
 pub(crate) fn shard_member_of(factory: &SharedInformerFactory) -> Option<ShardMember> {
-    let members = MEMBERS.lock().unwrap_or_else(PoisonError::into_inner);
-    members
-        .iter()
-        .find(|(f, _)| std::ptr::eq(f.as_ptr(), factory))
-        .map(|(_, member)| member.clone())
+    factory.extension::<ShardMember>()
 }
 
 /// The manager's member, when `config` shards it: registered for the
@@ -136,7 +122,7 @@ pub(super) fn start(
             why: error.to_string(),
         }
     })?;
-    register(factory, &member);
+    factory.insert_extension(member.clone());
     let (running, client) = (member.clone(), client.clone());
     let runnable = FnRunnable::new(SHARD_RUNNABLE, move |stop| {
         running.run(client, stop.cancelled_owned())
