@@ -42,7 +42,7 @@ enum Running {
     Ctrlkit {
         token: CancellationToken,
         task: JoinHandle<Result<(), ctrlkit_replicaset::Error>>,
-        factory: SharedInformerFactory,
+        factory: Box<SharedInformerFactory>,
     },
     Naive(NaiveController),
 }
@@ -63,7 +63,7 @@ impl Running {
                 Running::Ctrlkit {
                     token,
                     task,
-                    factory,
+                    factory: Box::new(factory),
                 }
             }
             Subject::NaiveCache => {
