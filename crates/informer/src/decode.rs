@@ -289,8 +289,11 @@ where
 pub(crate) struct Decoder<K> {
     pub(crate) object: fn(&str) -> MaybeDecoded<K>,
     pub(crate) list: fn(&str) -> Result<ListPage<K>, serde_json::Error>,
-    pub(crate) watch_line: fn(&str) -> Result<Option<WatchEvent<MaybeDecoded<K>>>, kube::Error>,
+    pub(crate) watch_line: fn(&str) -> WatchLineResult<K>,
 }
+
+/// What decoding one watch line gives (see [`decode_watch_line`]).
+pub(crate) type WatchLineResult<K> = Result<Option<WatchEvent<MaybeDecoded<K>>>, kube::Error>;
 
 // Manual: fn pointers are `Copy` whatever `K` is; a derive would ask `K: Copy`.
 impl<K> Clone for Decoder<K> {
