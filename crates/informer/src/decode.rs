@@ -188,17 +188,28 @@ where
 /// `ObjectList` buffers the body first, for its flattened type fields);
 /// otherwise the body is read a second time, item by item.
 pub fn decode_list<K: DeserializeOwned>(body: &str) -> Result<ListPage<K>, serde_json::Error> {
-    let (metadata, items) = match serde_json::from_str::<ListBody<K>>(body) {
+    decode_list_as::<K, K>(body)
+}
+
+/// [`decode_list`] with each item decoded as `S` and converted into `K`.
+fn decode_list_as<S, K>(body: &str) -> Result<ListPage<K>, serde_json::Error>
+where
+    S: DeserializeOwned + Into<K>,
+{
+    let (metadata, items) = match serde_json::from_str::<ListBody<S>>(body) {
         Ok(list) => (
             list.metadata,
-            list.items.into_iter().map(MaybeDecoded::Decoded).collect(),
+            list.items
+                .into_iter()
+                .map(|item| MaybeDecoded::Decoded(item.into()))
+                .collect(),
         ),
         Err(error) => match serde_json::from_str::<ListBody<Box<RawValue>>>(body) {
             Ok(list) => (
                 list.metadata,
                 list.items
                     .iter()
-                    .map(|raw| MaybeDecoded::from_json(raw.get()))
+                    .map(|raw| MaybeDecoded::<S>::from_json(raw.get()).convert())
                     .collect(),
             ),
             // Not even a list of JSON values: the first error says most.
@@ -233,15 +244,30 @@ struct RawWatchEvent<'a> {
 pub fn decode_watch_line<K: DeserializeOwned>(
     line: &str,
 ) -> Result<Option<WatchEvent<MaybeDecoded<K>>>, kube::Error> {
+    decode_watch_line_as::<K, K>(line)
+}
+
+/// [`decode_watch_line`] with the object decoded as `S` and converted into
+/// `K`.
+fn decode_watch_line_as<S, K>(
+    line: &str,
+) -> Result<Option<WatchEvent<MaybeDecoded<K>>>, kube::Error>
+where
+    S: DeserializeOwned + Into<K>,
+{
     if line.trim().is_empty() {
         return Ok(None);
     }
-    let error = match serde_json::from_str::<WatchEvent<K>>(line) {
-        Ok(event) => return Ok(Some(map_watch_event(event, MaybeDecoded::Decoded))),
+    let error = match serde_json::from_str::<WatchEvent<S>>(line) {
+        Ok(event) => {
+            return Ok(Some(map_watch_event(event, |obj| {
+                MaybeDecoded::Decoded(obj.into())
+            })));
+        }
         Err(error) => error,
     };
     if let Ok(raw) = serde_json::from_str::<RawWatchEvent<'_>>(line) {
-        let object = || MaybeDecoded::from_json(raw.object.get());
+        let object = || MaybeDecoded::<S>::from_json(raw.object.get()).convert();
         match raw.kind {
             "ADDED" => return Ok(Some(WatchEvent::Added(object()))),
             "MODIFIED" => return Ok(Some(WatchEvent::Modified(object()))),
@@ -255,6 +281,64 @@ pub fn decode_watch_line<K: DeserializeOwned>(
         return Err(kube::Error::Api(status.boxed()));
     }
     Err(kube::Error::SerdeError(error))
+}
+
+/// How the informer turns a list body or a watch line into objects of type
+/// `K`: decoded as `K` itself ([`full`](Self::full)), or as a smaller shape
+/// converted into `K` ([`Transform::decode_as`](crate::Transform::decode_as)).
+pub(crate) struct Decoder<K> {
+    pub(crate) object: fn(&str) -> MaybeDecoded<K>,
+    pub(crate) list: fn(&str) -> Result<ListPage<K>, serde_json::Error>,
+    pub(crate) watch_line: fn(&str) -> WatchLineResult<K>,
+}
+
+/// What decoding one watch line gives (see [`decode_watch_line`]).
+pub(crate) type WatchLineResult<K> = Result<Option<WatchEvent<MaybeDecoded<K>>>, kube::Error>;
+
+// Manual: fn pointers are `Copy` whatever `K` is; a derive would ask `K: Copy`.
+impl<K> Clone for Decoder<K> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<K> Copy for Decoder<K> {}
+
+impl<K> fmt::Debug for Decoder<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Decoder").finish_non_exhaustive()
+    }
+}
+
+impl<K: DeserializeOwned> Decoder<K> {
+    /// Every object decoded in full as `K`.
+    pub(crate) fn full() -> Self {
+        Self::shaped::<K>()
+    }
+}
+
+impl<K> Decoder<K> {
+    /// Every object decoded as `S`, then converted into `K`.
+    pub(crate) fn shaped<S: DeserializeOwned + Into<K>>() -> Self {
+        Self {
+            object: |json| MaybeDecoded::<S>::from_json(json).convert(),
+            list: decode_list_as::<S, K>,
+            watch_line: decode_watch_line_as::<S, K>,
+        }
+    }
+}
+
+impl<S> MaybeDecoded<S> {
+    /// The decoded object converted into `K`; an undecodable one as it is.
+    fn convert<K>(self) -> MaybeDecoded<K>
+    where
+        S: Into<K>,
+    {
+        match self {
+            Self::Decoded(obj) => MaybeDecoded::Decoded(obj.into()),
+            Self::Undecodable(bad) => MaybeDecoded::Undecodable(bad),
+        }
+    }
 }
 
 fn map_watch_event<A, B>(event: WatchEvent<A>, f: impl FnOnce(A) -> B) -> WatchEvent<B> {

@@ -18,7 +18,7 @@ use tokio::task::JoinHandle;
 use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
 
-use crate::decode::{MaybeDecoded, UndecodableObject, lift_event};
+use crate::decode::{Decoder, MaybeDecoded, UndecodableObject, lift_event};
 use crate::error::InformerError;
 use crate::handler::{EventHandler, HandlerId, Notification};
 use crate::health::{Health, InformerStats, Unhealthy};
@@ -591,7 +591,7 @@ where
         let (source, config) = self.inner.source.clone().ok_or(InformerError::NoSource)?;
         self.claim_start()?;
         let this = self.clone();
-        let stream = list_watch(source, config).default_backoff();
+        let stream = list_watch(source, config, self.decoder()).default_backoff();
         Ok(tokio::spawn(
             async move { this.drive(stream, cancel).await },
         ))
@@ -609,8 +609,8 @@ where
     pub async fn run(&self, cancel: CancellationToken) -> Result<(), InformerError> {
         let (source, config) = self.inner.source.clone().ok_or(InformerError::NoSource)?;
         self.claim_start()?;
-        self.drive(list_watch(source, config).default_backoff(), cancel)
-            .await;
+        let stream = list_watch(source, config, self.decoder()).default_backoff();
+        self.drive(stream, cancel).await;
         Ok(())
     }
 
@@ -631,6 +631,20 @@ where
         let steps = stream.map(|event| event.map(|e| Step::Event(lift_event(e))));
         self.drive(steps, cancel).await;
         Ok(())
+    }
+
+    /// How the watch reads objects: as the transform's smaller type (see
+    /// [`Transform::decode_as`]) if it has one, else in full. Read when the
+    /// watch starts; a transform set later is still applied to every
+    /// object, decoded in full.
+    fn decoder(&self) -> Decoder<K> {
+        self.inner
+            .dispatch
+            .lock()
+            .transform
+            .as_ref()
+            .and_then(Transform::decoder)
+            .unwrap_or_else(Decoder::full)
     }
 
     fn claim_start(&self) -> Result<(), InformerError> {

@@ -33,9 +33,8 @@ use kube::api::{ListParams, VersionMatch, WatchParams};
 use kube::core::{Request, Status, WatchEvent};
 use kube::runtime::watcher::{self, Event, InitialListStrategy, ListSemantic};
 use kube::{Api, Client, Resource};
-use serde::de::DeserializeOwned;
 
-use crate::decode::{ListPage as Page, MaybeDecoded, decode_list, decode_watch_line};
+use crate::decode::{Decoder, ListPage as Page, MaybeDecoded};
 use crate::health::{DEFAULT_WATCH_TIMEOUT, WATCH_IDLE_MARGIN};
 
 /// What the loop hands to the informer.
@@ -55,12 +54,18 @@ pub(crate) type WatchLines<K> =
     BoxStream<'static, Result<WatchEvent<MaybeDecoded<K>>, kube::Error>>;
 
 /// Where the loop lists and watches: the API server, or a script in tests.
+/// Both read objects with `decoder`.
 pub(crate) trait ListWatch<K>: Send + Sync + 'static {
-    fn list(&self, params: &ListParams) -> BoxFuture<'static, Result<Page<K>, kube::Error>>;
+    fn list(
+        &self,
+        params: &ListParams,
+        decoder: Decoder<K>,
+    ) -> BoxFuture<'static, Result<Page<K>, kube::Error>>;
     fn watch(
         &self,
         params: &WatchParams,
         resource_version: &str,
+        decoder: Decoder<K>,
     ) -> BoxFuture<'static, Result<WatchLines<K>, kube::Error>>;
 }
 
@@ -83,9 +88,13 @@ impl ApiSource {
 
 impl<K> ListWatch<K> for ApiSource
 where
-    K: DeserializeOwned + Send + 'static,
+    K: Send + 'static,
 {
-    fn list(&self, params: &ListParams) -> BoxFuture<'static, Result<Page<K>, kube::Error>> {
+    fn list(
+        &self,
+        params: &ListParams,
+        decoder: Decoder<K>,
+    ) -> BoxFuture<'static, Result<Page<K>, kube::Error>> {
         let request = match self.metadata_api {
             true => self.request.list_metadata(params),
             false => self.request.list(params),
@@ -95,7 +104,7 @@ where
             let mut request = request.map_err(kube::Error::BuildRequest)?;
             request.extensions_mut().insert("list");
             let body = client.request_text(request).await?;
-            decode_list::<K>(&body).map_err(kube::Error::SerdeError)
+            (decoder.list)(&body).map_err(kube::Error::SerdeError)
         })
     }
 
@@ -103,6 +112,7 @@ where
         &self,
         params: &WatchParams,
         resource_version: &str,
+        decoder: Decoder<K>,
     ) -> BoxFuture<'static, Result<WatchLines<K>, kube::Error>> {
         let request = match self.metadata_api {
             true => self.request.watch_metadata(params, resource_version),
@@ -119,9 +129,9 @@ where
                 .entry(ACCEPT_ENCODING)
                 .or_insert(HeaderValue::from_static("identity"));
             let body = client.request_stream(request).await?;
-            let lines = Box::pin(body).lines().filter_map(|line| async move {
+            let lines = Box::pin(body).lines().filter_map(move |line| async move {
                 match line {
-                    Ok(line) => decode_watch_line::<K>(&line).transpose(),
+                    Ok(line) => (decoder.watch_line)(&line).transpose(),
                     Err(error) => Some(Err(kube::Error::ReadEvents(error))),
                 }
             });
@@ -155,20 +165,22 @@ enum State<K> {
 
 type Output<K> = Option<Result<Step<K>, watcher::Error>>;
 
-/// The informer's event stream over `source`: it never ends, and recovers
-/// by itself after an error (apply a backoff between errors).
+/// The informer's event stream over `source`, objects read with `decoder`:
+/// it never ends, and recovers by itself after an error (apply a backoff
+/// between errors).
 pub(crate) fn list_watch<K>(
     source: Arc<dyn ListWatch<K>>,
     config: watcher::Config,
+    decoder: Decoder<K>,
 ) -> impl Stream<Item = Result<Step<K>, watcher::Error>> + Send
 where
     K: Resource + Send + 'static,
 {
     futures::stream::unfold(
         (source, config, State::Empty { reset: false }),
-        |(source, config, mut state)| async move {
+        move |(source, config, mut state)| async move {
             loop {
-                let (output, next) = step(&*source, &config, state).await;
+                let (output, next) = step(&*source, &config, decoder, state).await;
                 state = next;
                 if let Some(output) = output {
                     return Some((output, (source, config, state)));
@@ -182,6 +194,7 @@ where
 async fn step<K>(
     source: &dyn ListWatch<K>,
     config: &watcher::Config,
+    decoder: Decoder<K>,
     state: State<K>,
 ) -> (Output<K>, State<K>)
 where
@@ -201,7 +214,10 @@ where
                 },
             ),
             InitialListStrategy::StreamingList => {
-                match source.watch(&watch_params(config, true), "0").await {
+                match source
+                    .watch(&watch_params(config, true), "0", decoder)
+                    .await
+                {
                     Ok(lines) => (
                         Some(Ok(Step::Event(Event::Init))),
                         State::InitialWatch { lines },
@@ -236,7 +252,7 @@ where
             }
             let mut params = list_params(config);
             params.continue_token = continue_token;
-            match source.list(&params).await {
+            match source.list(&params, decoder).await {
                 Ok(page) if page.resource_version.is_none() && page.continue_token.is_none() => (
                     Some(Err(watcher::Error::NoResourceVersion)),
                     State::Empty { reset: false },
@@ -299,7 +315,7 @@ where
         },
         State::Listed { resource_version } => {
             match source
-                .watch(&watch_params(config, false), &resource_version)
+                .watch(&watch_params(config, false), &resource_version, decoder)
                 .await
             {
                 Ok(lines) => (
@@ -502,7 +518,7 @@ mod tests {
 
     use super::*;
     use crate::decode::UndecodableObject;
-    use crate::{DeletedObject, EventHandler, Informer};
+    use crate::{DeletedObject, EventHandler, Informer, Transform};
     use futures::future;
     use k8s_openapi::api::apps::v1::ReplicaSet;
     use parking_lot::Mutex;
@@ -528,6 +544,7 @@ mod tests {
         fn list(
             &self,
             params: &ListParams,
+            decoder: Decoder<ReplicaSet>,
         ) -> BoxFuture<'static, Result<Page<ReplicaSet>, kube::Error>> {
             self.calls.lock().push(format!(
                 "list{}",
@@ -538,9 +555,9 @@ mod tests {
                     .unwrap_or_default()
             ));
             match self.lists.lock().pop_front() {
-                Some(body) => Box::pin(async move {
-                    decode_list::<ReplicaSet>(&body).map_err(kube::Error::SerdeError)
-                }),
+                Some(body) => {
+                    Box::pin(async move { (decoder.list)(&body).map_err(kube::Error::SerdeError) })
+                }
                 None => Box::pin(future::pending()),
             }
         }
@@ -549,15 +566,17 @@ mod tests {
             &self,
             _params: &WatchParams,
             resource_version: &str,
+            decoder: Decoder<ReplicaSet>,
         ) -> BoxFuture<'static, Result<WatchLines<ReplicaSet>, kube::Error>> {
             self.calls.lock().push(format!("watch {resource_version}"));
             match self.watches.lock().pop_front() {
                 Some(WatchScript::Fail(error)) => Box::pin(async move { Err(error) }),
                 Some(WatchScript::Lines(lines)) => Box::pin(async move {
-                    let events = futures::stream::iter(lines).then(|(delay, line)| async move {
-                        tokio::time::sleep(delay).await;
-                        decode_watch_line::<ReplicaSet>(&line)
-                    });
+                    let events =
+                        futures::stream::iter(lines).then(move |(delay, line)| async move {
+                            tokio::time::sleep(delay).await;
+                            (decoder.watch_line)(&line)
+                        });
                     let events = events.filter_map(|event| async move { event.transpose() });
                     Ok(events.chain(futures::stream::pending()).boxed())
                 }),
@@ -731,6 +750,80 @@ mod tests {
         assert_eq!(cached(&informer), ["a@1", "big@4"]);
         assert_eq!(*calls.lock(), ["list", "watch 3", "list", "watch 9"]);
         assert_eq!(informer.stats().decode_errors, 4);
+    }
+
+    /// What the transform of the next test keeps of a ReplicaSet.
+    #[derive(serde::Deserialize)]
+    struct MetadataOnly {
+        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    }
+
+    impl From<MetadataOnly> for ReplicaSet {
+        fn from(m: MetadataOnly) -> Self {
+            ReplicaSet {
+                metadata: m.metadata,
+                ..ReplicaSet::default()
+            }
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_transform_with_a_shape_decodes_listed_and_watched_objects_as_that_shape() {
+        let script = Script::default();
+        // Replicas beyond an i32: undecodable as a whole ReplicaSet, but the
+        // shape never reads the spec.
+        script
+            .lists
+            .lock()
+            .push_back(list("3", &[rs("a", "1", "2147483648"), rs("b", "2", "1")]));
+        script.watches.lock().push_back(WatchScript::Lines(vec![
+            event("MODIFIED", &rs("a", "4", "2147483648")),
+            event("ADDED", &rs("c", "5", "3")),
+            event("DELETED", &rs("b", "7", "1")),
+        ]));
+        let log = Log::default();
+        let applied = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let count = applied.clone();
+        let informer = Informer::with_source(Arc::new(script), "replicasets.apps".into())
+            .watcher_config(watcher::Config::default().timeout(0))
+            .transform(
+                Transform::new(move |rs: &mut ReplicaSet| {
+                    count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    rs.spec.min_ready_seconds = Some(42);
+                })
+                .decode_as::<MetadataOnly>(),
+            )
+            .handler(log.clone())
+            .build();
+        let cancel = CancellationToken::new();
+        informer.start(cancel.clone()).unwrap();
+        until("watch events applied", || {
+            log.0.lock().iter().any(|l| l.starts_with("delete"))
+        })
+        .await;
+        let mut seen = log.take();
+        seen[..2].sort();
+        assert_eq!(
+            seen,
+            [
+                "add a@1 initial=true",
+                "add b@2 initial=true",
+                "update a@1 -> a@4",
+                "add c@5 initial=false",
+                "delete b@7 tombstone=false",
+            ]
+        );
+        assert_eq!(cached(&informer), ["a@4", "c@5"]);
+        assert_eq!(informer.stats().decode_errors, 0);
+        // The transform still runs on every object the shape converts.
+        assert_eq!(applied.load(std::sync::atomic::Ordering::Relaxed), 5);
+        assert!(
+            informer
+                .store()
+                .list()
+                .iter()
+                .all(|rs| rs.spec.min_ready_seconds == Some(42))
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -6,6 +6,9 @@ use std::fmt;
 use std::sync::Arc;
 
 use kube::Resource;
+use serde::de::DeserializeOwned;
+
+use crate::decode::{Decoder, MaybeDecoded};
 
 type TransformFn<K> = Arc<dyn Fn(&mut K) + Send + Sync>;
 
@@ -45,10 +48,19 @@ type TransformFn<K> = Arc<dyn Fn(&mut K) + Send + Sync>;
 /// assert!(informer.store().get("", "a").unwrap().metadata.managed_fields.is_none());
 /// ```
 ///
+/// # Decoding into less
+///
+/// A transform that drops most of an object still pays for decoding all
+/// of it. [`decode_as`](Transform::decode_as) names a smaller type that
+/// holds only what the transform keeps; the informer then decodes each
+/// listed and watched object as that type and converts it, skipping the
+/// rest of the JSON unread.
+///
 /// [`Informer::set_transform`]: crate::Informer::set_transform
 pub struct Transform<K> {
     func: TransformFn<K>,
     identity: Identity,
+    decoder: Option<Decoder<K>>,
 }
 
 /// What makes two transforms the same.
@@ -65,6 +77,7 @@ impl<K> Clone for Transform<K> {
         Self {
             func: Arc::clone(&self.func),
             identity: self.identity,
+            decoder: self.decoder,
         }
     }
 }
@@ -73,6 +86,7 @@ impl<K> fmt::Debug for Transform<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Transform")
             .field("identity", &self.identity)
+            .field("decodes_as_shape", &self.decoder.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -91,7 +105,60 @@ impl<K: 'static> Transform<K> {
             // pointer is not compared (it is not guaranteed unique).
             Identity::Allocation(Arc::as_ptr(&func).cast::<()>() as usize)
         };
-        Self { func, identity }
+        Self {
+            func,
+            identity,
+            decoder: None,
+        }
+    }
+
+    /// Makes the informer decode each listed and watched object as `S`
+    /// and convert it into `K` (`S: Into<K>`), instead of decoding all of
+    /// `K`; JSON fields `S` does not have are skipped unread. The transform
+    /// still runs on the converted object, as on any other.
+    ///
+    /// `S` must keep everything the transform keeps: for any object,
+    /// converting its `S` and applying the transform must give what
+    /// decoding all of `K` and applying the transform gives. Then the cache
+    /// and the handlers see the same objects, for less CPU and allocation.
+    /// One difference remains: an object is undecodable only if `S` cannot
+    /// be decoded, so a bad value in a field `S` skips does not make it
+    /// undecodable.
+    ///
+    /// It applies to objects the informer reads from the API server (its
+    /// list and watch), not to events fed by hand. It does not change the
+    /// transform's [identity](Self#identity): a shared informer takes the
+    /// decoder of the first transform set on it.
+    ///
+    /// ```
+    /// use ctrlkit_informer::Transform;
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    ///
+    /// /// What the transform below keeps of a ConfigMap: its metadata.
+    /// #[derive(serde::Deserialize)]
+    /// struct MetadataOnly {
+    ///     metadata: ObjectMeta,
+    /// }
+    ///
+    /// impl From<MetadataOnly> for ConfigMap {
+    ///     fn from(m: MetadataOnly) -> Self {
+    ///         ConfigMap { metadata: m.metadata, ..ConfigMap::default() }
+    ///     }
+    /// }
+    ///
+    /// let transform = Transform::new(|cm: &mut ConfigMap| {
+    ///     *cm = ConfigMap { metadata: std::mem::take(&mut cm.metadata), ..ConfigMap::default() }
+    /// })
+    /// .decode_as::<MetadataOnly>();
+    /// assert!(transform.decodes_as_shape());
+    /// ```
+    pub fn decode_as<S>(mut self) -> Self
+    where
+        S: DeserializeOwned + Into<K>,
+    {
+        self.decoder = Some(Decoder::shaped::<S>());
+        self
     }
 }
 
@@ -101,10 +168,52 @@ impl<K> Transform<K> {
         (self.func)(obj);
     }
 
+    /// Whether the informer decodes objects as a smaller type for this
+    /// transform (see [`decode_as`](Self::decode_as)).
+    pub fn decodes_as_shape(&self) -> bool {
+        self.decoder.is_some()
+    }
+
+    /// The decoder set by [`decode_as`](Self::decode_as), if any.
+    pub(crate) fn decoder(&self) -> Option<Decoder<K>> {
+        self.decoder
+    }
+
     /// Whether `self` and `other` are the same transform (see
     /// [Identity](Self#identity)).
     pub fn same_as(&self, other: &Self) -> bool {
         self.identity == other.identity
+    }
+}
+
+impl<K: DeserializeOwned> Transform<K> {
+    /// Decodes one object from its JSON text as an informer with this
+    /// transform does: as the [`decode_as`](Self::decode_as) shape if one
+    /// is set, otherwise all of `K` (see [`MaybeDecoded::from_json`]), then
+    /// the transform applied.
+    ///
+    /// ```
+    /// use ctrlkit_informer::{MaybeDecoded, Transform};
+    /// use k8s_openapi::api::core::v1::Pod;
+    ///
+    /// let json = r#"{"metadata": {"name": "a", "managedFields": [{"manager": "kubelet"}]}}"#;
+    /// let MaybeDecoded::Decoded(pod) = Transform::<Pod>::drop_managed_fields().decode(json) else {
+    ///     unreachable!("a valid pod")
+    /// };
+    /// assert!(pod.metadata.managed_fields.is_none());
+    /// ```
+    pub fn decode(&self, json: &str) -> MaybeDecoded<K> {
+        let decoded = match self.decoder {
+            Some(decoder) => (decoder.object)(json),
+            None => MaybeDecoded::from_json(json),
+        };
+        match decoded {
+            MaybeDecoded::Decoded(mut obj) => {
+                self.apply(&mut obj);
+                MaybeDecoded::Decoded(obj)
+            }
+            undecodable => undecodable,
+        }
     }
 }
 

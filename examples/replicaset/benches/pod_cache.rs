@@ -5,12 +5,14 @@
 //!    from the `scale_out` template, wait until the kubelet reports it
 //!    ready, and take its JSON as a watch event would carry it (with the
 //!    cluster's managedFields).
-//! 2. For each transform (`none`, `drop_managed_fields`, `slim_pod`):
-//!    decode `CTRLKIT_BENCH_PODS` (default 10,000) copies of that JSON
-//!    (each with its own name) into `Arc<Pod>`s as the informer does,
-//!    apply the transform and keep them all; report the heap bytes still
-//!    held per pod (a counting global allocator) and the median
-//!    nanoseconds per decode + transform over 5 rounds.
+//! 2. For each transform (`none`, `drop_managed_fields`, `slim_pod`, and
+//!    `slim_pod_decoded_slim`: the binaries' pod cache transform, which
+//!    decodes each pod straight into its slim form): decode
+//!    `CTRLKIT_BENCH_PODS` (default 10,000) copies of that JSON (each with
+//!    its own name) into `Arc<Pod>`s as the informer does, apply the
+//!    transform and keep them all; report the heap bytes still held per
+//!    pod (a counting global allocator) and the median nanoseconds per
+//!    decode + transform over 5 rounds.
 //!
 //! `cargo bench -p ctrlkit-replicaset --bench pod_cache`;
 //! `cargo test -p ctrlkit-replicaset --bench pod_cache` is a smoke run of
@@ -25,9 +27,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::{Duration, Instant};
 
-use ctrlkit_informer::drop_managed_fields;
+use ctrlkit_informer::{MaybeDecoded, Transform};
 use ctrlkit_podcontrol::pod::is_pod_ready;
-use ctrlkit_replicaset::slim_pod;
+use ctrlkit_replicaset::{ControllerOptions, slim_pod};
 use ctrlkit_testcluster::kubelet::KubeletConfig;
 use ctrlkit_testcluster::{TestCluster, TestClusterConfig};
 use k8s_openapi::api::apps::v1::ReplicaSet;
@@ -113,8 +115,13 @@ async fn served_pod() -> String {
     serde_json::to_string(&ready).unwrap()
 }
 
-/// A transform of the pod cache.
-type PodTransform = fn(&mut Pod);
+/// Decodes one pod and applies a transform, as the informer does.
+fn decoded(transform: &Transform<Pod>, json: &str) -> Pod {
+    match transform.decode(json) {
+        MaybeDecoded::Decoded(pod) => pod,
+        MaybeDecoded::Undecodable(bad) => panic!("{bad}"),
+    }
+}
 
 fn main() {
     let smoke = !std::env::args().any(|a| a == "--bench");
@@ -128,10 +135,18 @@ fn main() {
     let bodies: Vec<String> = (0..count)
         .map(|i| json.replace("rs-00001-x7k2p", &format!("rs-00001-{i:05}")))
         .collect();
-    let transforms: [(&str, PodTransform); 3] = [
-        ("none", |_| {}),
-        ("drop_managed_fields", drop_managed_fields::<Pod>),
-        ("slim_pod", slim_pod),
+    let slim_options = ControllerOptions {
+        slim_pod_cache: true,
+        ..ControllerOptions::default()
+    };
+    let transforms = [
+        ("none", Transform::new(|_: &mut Pod| {})),
+        ("drop_managed_fields", Transform::drop_managed_fields()),
+        ("slim_pod", Transform::new(slim_pod)),
+        (
+            "slim_pod_decoded_slim",
+            slim_options.pod_cache_transform().unwrap(),
+        ),
     ];
     for (name, transform) in transforms {
         let mut ns_per_pod = Vec::new();
@@ -141,11 +156,7 @@ fn main() {
             let started = Instant::now();
             let cache: Vec<Arc<Pod>> = bodies
                 .iter()
-                .map(|body| {
-                    let mut pod: Pod = serde_json::from_str(body).unwrap();
-                    transform(&mut pod);
-                    Arc::new(pod)
-                })
+                .map(|body| Arc::new(decoded(&transform, body)))
                 .collect();
             ns_per_pod.push(started.elapsed().as_nanos() as f64 / count as f64);
             bytes_per_pod = (LIVE.load(Ordering::Relaxed) - before) / count as isize;

@@ -3,8 +3,11 @@
 use std::time::Duration;
 
 use ctrlkit_expectations::DEFAULT_EXPECTATIONS_TTL;
+use ctrlkit_informer::Transform;
+use k8s_openapi::api::core::v1::Pod;
 
 use super::ChurnGuardOptions;
+use super::slim_pod::slim_pod_transform;
 
 /// How many pods one sync may create or delete at most: upstream's
 /// `BurstReplicas`.
@@ -44,6 +47,17 @@ pub struct ControllerOptions {
     /// controller reads (default `false`: full pods, as other users of a
     /// shared pod informer may need them; the binaries turn it on).
     pub slim_pod_cache: bool,
+}
+
+impl ControllerOptions {
+    /// The transform the pod informer gets under these options: with
+    /// [`slim_pod_cache`](Self::slim_pod_cache), [`slim_pod`](crate::slim_pod),
+    /// each pod decoded straight into its slim form (the fields it drops
+    /// are skipped in the JSON, not decoded and then dropped); otherwise
+    /// none.
+    pub fn pod_cache_transform(&self) -> Option<Transform<Pod>> {
+        self.slim_pod_cache.then(slim_pod_transform)
+    }
 }
 
 impl Default for ControllerOptions {

@@ -4,11 +4,26 @@
 //!
 //! [`ControllerOptions::slim_pod_cache`]: crate::ControllerOptions::slim_pod_cache
 
+use std::collections::BTreeMap;
+use std::fmt;
+
+use ctrlkit_informer::Transform;
 use k8s_openapi::api::core::v1::{
     Container, ContainerStatus, Pod, PodCondition, PodSpec, PodStatus,
 };
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+use serde::de::{IgnoredAny, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 
 use ctrlkit_podcontrol::ranking::POD_DELETION_COST_ANNOTATION;
+
+/// The pod informer's transform when pods are cached slim: [`slim_pod`],
+/// with each pod decoded straight into its slim form ([`SlimPodJson`]), so
+/// the fields it drops are skipped in the JSON instead of decoded and
+/// then dropped.
+pub(crate) fn slim_pod_transform() -> Transform<Pod> {
+    Transform::new(slim_pod).decode_as::<SlimPodJson>()
+}
 
 /// Strips `pod` down to what the ReplicaSet and ReplicationController
 /// syncs read, before it enters the cache:
@@ -81,6 +96,202 @@ fn restarts_only(statuses: Vec<ContainerStatus>) -> Vec<ContainerStatus> {
         .collect()
 }
 
+/// The JSON of a pod read as [`slim_pod`] leaves it: every other field is
+/// skipped unread. Converting it gives the pod that decoding the whole pod
+/// and slimming it gives (the tests check this on the pods the test cluster
+/// serves).
+#[derive(Deserialize)]
+pub(crate) struct SlimPodJson {
+    #[serde(default)]
+    metadata: Option<SlimMeta>,
+    #[serde(default)]
+    spec: Option<SlimSpec>,
+    #[serde(default)]
+    status: Option<SlimStatus>,
+}
+
+/// `ObjectMeta` without `managedFields`, and of the annotations only the
+/// deletion cost.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SlimMeta {
+    #[serde(default, deserialize_with = "deletion_cost_only")]
+    annotations: Option<BTreeMap<String, String>>,
+    creation_timestamp: Option<Time>,
+    deletion_grace_period_seconds: Option<i64>,
+    deletion_timestamp: Option<Time>,
+    finalizers: Option<Vec<String>>,
+    generate_name: Option<String>,
+    generation: Option<i64>,
+    labels: Option<BTreeMap<String, String>>,
+    name: Option<String>,
+    namespace: Option<String>,
+    owner_references: Option<Vec<OwnerReference>>,
+    resource_version: Option<String>,
+    self_link: Option<String>,
+    uid: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SlimSpec {
+    node_name: Option<String>,
+    init_containers: Option<Vec<SlimContainer>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SlimContainer {
+    name: Option<String>,
+    restart_policy: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SlimStatus {
+    phase: Option<String>,
+    reason: Option<String>,
+    message: Option<String>,
+    conditions: Option<Vec<SlimCondition>>,
+    container_statuses: Option<Vec<SlimContainerStatus>>,
+    init_container_statuses: Option<Vec<SlimContainerStatus>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SlimCondition {
+    #[serde(rename = "type")]
+    type_: Option<String>,
+    status: Option<String>,
+    last_transition_time: Option<Time>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SlimContainerStatus {
+    name: Option<String>,
+    restart_count: Option<i32>,
+}
+
+/// The annotations as [`slim_pod`] keeps them: the deletion cost alone,
+/// `None` without it. The other values are skipped unread.
+fn deletion_cost_only<'de, D>(deserializer: D) -> Result<Option<BTreeMap<String, String>>, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    struct DeletionCost;
+
+    impl<'de> Visitor<'de> for DeletionCost {
+        type Value = Option<BTreeMap<String, String>>;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a map of annotations")
+        }
+
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_none<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_map(self)
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut kept = None;
+            while let Some(key) = map.next_key::<String>()? {
+                if key == POD_DELETION_COST_ANNOTATION {
+                    let value: String = map.next_value()?;
+                    kept = Some(BTreeMap::from([(key, value)]));
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            Ok(kept)
+        }
+    }
+
+    deserializer.deserialize_option(DeletionCost)
+}
+
+impl From<SlimPodJson> for Pod {
+    fn from(json: SlimPodJson) -> Self {
+        Pod {
+            metadata: json.metadata.map(ObjectMeta::from).unwrap_or_default(),
+            spec: json.spec.map(|spec| PodSpec {
+                node_name: spec.node_name,
+                init_containers: spec.init_containers.map(|init| {
+                    init.into_iter()
+                        .filter(|c| c.restart_policy.as_deref() == Some("Always"))
+                        .map(|c| Container {
+                            name: c.name.unwrap_or_default(),
+                            restart_policy: c.restart_policy,
+                            ..Container::default()
+                        })
+                        .collect()
+                }),
+                ..PodSpec::default()
+            }),
+            status: json.status.map(|status| PodStatus {
+                phase: status.phase,
+                reason: status.reason,
+                message: status.message,
+                conditions: status.conditions.map(|conditions| {
+                    conditions
+                        .into_iter()
+                        .filter(|c| c.type_.as_deref() == Some("Ready"))
+                        .map(|c| PodCondition {
+                            type_: c.type_.unwrap_or_default(),
+                            status: c.status.unwrap_or_default(),
+                            last_transition_time: c.last_transition_time,
+                            ..PodCondition::default()
+                        })
+                        .collect()
+                }),
+                container_statuses: status.container_statuses.map(slim_statuses),
+                init_container_statuses: status.init_container_statuses.map(slim_statuses),
+                ..PodStatus::default()
+            }),
+        }
+    }
+}
+
+impl From<SlimMeta> for ObjectMeta {
+    fn from(m: SlimMeta) -> Self {
+        ObjectMeta {
+            annotations: m.annotations,
+            creation_timestamp: m.creation_timestamp,
+            deletion_grace_period_seconds: m.deletion_grace_period_seconds,
+            deletion_timestamp: m.deletion_timestamp,
+            finalizers: m.finalizers,
+            generate_name: m.generate_name,
+            generation: m.generation,
+            labels: m.labels,
+            managed_fields: None,
+            name: m.name,
+            namespace: m.namespace,
+            owner_references: m.owner_references,
+            resource_version: m.resource_version,
+            self_link: m.self_link,
+            uid: m.uid,
+        }
+    }
+}
+
+fn slim_statuses(statuses: Vec<SlimContainerStatus>) -> Vec<ContainerStatus> {
+    statuses
+        .into_iter()
+        .map(|s| ContainerStatus {
+            name: s.name.unwrap_or_default(),
+            restart_count: s.restart_count.unwrap_or_default(),
+            ..ContainerStatus::default()
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -96,7 +307,11 @@ mod tests {
 
     /// A pod as a real API server returns it, with a sidecar.
     fn full_pod() -> Pod {
-        serde_json::from_value(json!({
+        serde_json::from_value(full_pod_json()).unwrap()
+    }
+
+    fn full_pod_json() -> serde_json::Value {
+        json!({
             "metadata": {
                 "name": "web-x", "namespace": "ns", "uid": "u", "resourceVersion": "9",
                 "creationTimestamp": "2026-01-01T00:00:00Z",
@@ -128,8 +343,76 @@ mod tests {
                 "initContainerStatuses": [{"name": "proxy", "image": "envoy", "imageID": "sha",
                     "ready": true, "restartCount": 4}]
             }
-        }))
-        .unwrap()
+        })
+    }
+
+    /// Decoding `json` as the slim shape gives what decoding the whole pod
+    /// and slimming it gives.
+    fn assert_shape_decodes_as_slimmed(json: &serde_json::Value) {
+        let text = json.to_string();
+        let mut expected: Pod = serde_json::from_str(&text).unwrap();
+        slim_pod(&mut expected);
+        let shaped: Pod = serde_json::from_str::<SlimPodJson>(&text).unwrap().into();
+        assert_eq!(shaped, expected, "{text}");
+        // And through the informer's transform (shape, then slim_pod again).
+        match slim_pod_transform().decode(&text) {
+            ctrlkit_informer::MaybeDecoded::Decoded(pod) => assert_eq!(pod, expected),
+            other => panic!("undecodable: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_slim_shape_decodes_to_what_slimming_the_full_pod_gives() {
+        let full = full_pod_json();
+        assert_shape_decodes_as_slimmed(&full);
+        let variants: [fn(&mut serde_json::Value); 9] = [
+            |p| {
+                p.as_object_mut().unwrap().remove("spec");
+                p.as_object_mut().unwrap().remove("status");
+            },
+            |p| p["metadata"]["annotations"] = json!({"other": "x"}),
+            |p| p["metadata"]["annotations"] = json!(null),
+            |p| p["metadata"]["annotations"] = json!({}),
+            |p| {
+                p["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:02:00Z");
+                p["metadata"]["deletionGracePeriodSeconds"] = json!(30);
+                p["metadata"]["finalizers"] = json!(["f"]);
+                p["metadata"]["generateName"] = json!("web-");
+            },
+            |p| p["spec"]["initContainers"] = json!([{"name": "setup", "image": "busybox"}]),
+            |p| p["status"]["conditions"] = json!([{"type": "PodScheduled", "status": "True"}]),
+            |p| {
+                p["status"] =
+                    json!({"phase": "Failed", "reason": "Evicted", "message": "low on memory"})
+            },
+            |p| p["status"] = json!({"containerStatuses": null, "conditions": null}),
+        ];
+        for change in variants {
+            let mut pod = full.clone();
+            change(&mut pod);
+            assert_shape_decodes_as_slimmed(&pod);
+        }
+        // The metadata alone (a pod the server has not filled in yet).
+        assert_shape_decodes_as_slimmed(&json!({"metadata": {"name": "p"}}));
+    }
+
+    #[test]
+    fn the_slim_shape_skips_what_it_drops_even_when_a_full_pod_would_not_decode() {
+        // A value the full pod refuses, in a field the slim pod drops.
+        let mut pod = full_pod_json();
+        pod["spec"]["containers"][0]["ports"] = json!([{"containerPort": "eighty"}]);
+        let text = pod.to_string();
+        assert!(serde_json::from_str::<Pod>(&text).is_err());
+        assert!(matches!(
+            slim_pod_transform().decode(&text),
+            ctrlkit_informer::MaybeDecoded::Decoded(_)
+        ));
+        // In a field it keeps, the pod is undecodable, as before.
+        pod["status"]["containerStatuses"][0]["restartCount"] = json!("two");
+        assert!(matches!(
+            slim_pod_transform().decode(&pod.to_string()),
+            ctrlkit_informer::MaybeDecoded::Undecodable(_)
+        ));
     }
 
     #[test]
