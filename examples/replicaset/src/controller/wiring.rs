@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{
     ControllerMetrics, ControllerOptions, KubeOwnerClient, OwnerClient, Shared, availability,
-    churn, counters, pods, read_own_writes, slim_pod,
+    churn, counters, pods, read_own_writes,
 };
 use crate::Error;
 use crate::owner::ReplicaOwner;
@@ -157,9 +157,9 @@ impl<O: ReplicaOwner> Controller<O> {
     ) -> Result<Self, Error> {
         let churn = Arc::new(churn::ChurnTracker::new(options.churn_guard.clone()));
         let counters = Arc::new(counters::SyncCounters::default());
-        let owns = match options.slim_pod_cache {
-            true => owns.transform(slim_pod),
-            false => owns,
+        let owns = match options.pod_cache_transform() {
+            Some(transform) => owns.transform(transform),
+            None => owns,
         };
         let owns = owns
             .orphans(pods::orphan_owner_keys)
