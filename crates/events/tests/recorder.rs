@@ -71,7 +71,8 @@ async fn work_for_batch(before: usize, batch: usize) -> (u64, u64) {
             queue_capacity: 20_000,
             ..RecorderConfig::default()
         },
-    );
+    )
+    .unwrap();
     for i in 0..before {
         recorder
             .publish(&normal("Filled", "x"), &replicaset(&format!("old-{i}")))
@@ -117,7 +118,8 @@ async fn a_full_queue_drops_events_and_counts_them() {
             queue_capacity: 3,
             ..RecorderConfig::default()
         },
-    );
+    )
+    .unwrap();
     // On a current-thread runtime the writer cannot run while this test
     // publishes without awaiting: the queue fills.
     let results: Vec<_> = (0..5)
