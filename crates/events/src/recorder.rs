@@ -23,8 +23,9 @@ use crate::writer::{Command, Pending, WriteContext, Writer};
 /// time.
 #[derive(Debug, Clone)]
 pub struct RecorderConfig {
-    /// Events waiting for the background writer at most; more are dropped
-    /// (client-go: 1000).
+    /// Events waiting for the background writer at most (queued, or taken
+    /// by it but waiting for an earlier write about their object); more
+    /// are dropped (client-go: 1000).
     pub queue_capacity: usize,
     /// Entries in each of the correlator's three LRU caches (client-go:
     /// 4096).
@@ -50,9 +51,7 @@ pub struct RecorderConfig {
     /// (a repeat's patch never overtakes the create it counts on); events
     /// about different objects overlap, so a burst of events (one per pod
     /// a controller creates) is written at the pace of the API server's
-    /// latency divided by this, rather than one round trip each. The
-    /// writer holds at most this many events being written plus this many
-    /// waiting for an earlier write about their object, beyond the queue.
+    /// latency divided by this, rather than one round trip each.
     /// client-go writes one at a time (1).
     pub max_in_flight: usize,
 }
@@ -96,6 +95,10 @@ pub struct RecorderStats {
     /// Entries held by the correlator's caches now (at most three times
     /// [`RecorderConfig::cache_size`]).
     pub cache_entries: u64,
+    /// Events waiting to be written now (at most
+    /// [`RecorderConfig::queue_capacity`]), not counting the writes under
+    /// way.
+    pub queued: u64,
 }
 
 /// The recorder's counts, shared by the handles and the writer.
@@ -109,6 +112,9 @@ pub(crate) struct Counters {
     pub(crate) failed: AtomicU64,
     pub(crate) touched: AtomicU64,
     pub(crate) entries: AtomicU64,
+    /// Events published and not yet taken up by a write: the queue's
+    /// length, checked against its capacity by `publish`.
+    pub(crate) queued: AtomicU64,
 }
 
 pub(crate) fn bump(counter: &AtomicU64) {
@@ -142,7 +148,9 @@ impl Clock {
 }
 
 struct Shared {
-    tx: mpsc::Sender<Command>,
+    /// Unbounded: the queue's bound is kept by `Counters::queued`, which
+    /// also counts the events the writer holds back for an object.
+    tx: mpsc::UnboundedSender<Command>,
     /// The writer until it is spawned, on the first use inside a runtime.
     pending_worker: Mutex<Option<Writer>>,
     started: AtomicBool,
@@ -216,7 +224,7 @@ impl Recorder {
 
     fn build(client: Client, reporter: Reporter, config: RecorderConfig) -> Self {
         let capacity = config.queue_capacity.max(1);
-        let (tx, rx) = mpsc::channel(capacity);
+        let (tx, rx) = mpsc::unbounded_channel();
         let counters = Arc::new(Counters::default());
         let stopping = CancellationToken::new();
         let finished = CancellationToken::new();
@@ -275,6 +283,35 @@ impl Recorder {
             });
         }
         self.start_worker();
+        let counters = &self.shared.counters;
+        if self.shared.tx.is_closed() {
+            bump(&counters.dropped);
+            return Err(PublishError::ShutDown);
+        }
+        // Take a place in the queue; the writer gives it back when it
+        // takes the event up.
+        let capacity = self.shared.capacity;
+        if counters.queued.fetch_add(1, Ordering::AcqRel) >= capacity as u64 {
+            counters.queued.fetch_sub(1, Ordering::AcqRel);
+            let dropped = counters.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+            // A burst can drop thousands: warn on the first and every
+            // 1,000th (with the total), the rest at debug.
+            if dropped == 1 || dropped.is_multiple_of(1000) {
+                tracing::warn!(
+                    reason = %event.reason,
+                    object = regarding.name.as_deref().unwrap_or(""),
+                    dropped_total = dropped,
+                    "too many queued events: event dropped"
+                );
+            } else {
+                tracing::debug!(
+                    reason = %event.reason,
+                    object = regarding.name.as_deref().unwrap_or(""),
+                    "too many queued events: event dropped"
+                );
+            }
+            return Err(PublishError::QueueFull { capacity });
+        }
         let pending = Box::new(Pending {
             type_: event.type_,
             reason: event.reason.clone(),
@@ -284,48 +321,19 @@ impl Recorder {
             regarding: regarding.clone(),
             at: self.shared.clock.now(),
         });
-        let counters = &self.shared.counters;
-        match self.shared.tx.try_send(Command::Record(pending)) {
-            Ok(()) => {
-                bump(&counters.published);
-                Ok(())
-            }
-            Err(mpsc::error::TrySendError::Full(_)) => {
-                let dropped = counters.dropped.fetch_add(1, Ordering::Relaxed) + 1;
-                // A burst can drop thousands: warn on the first and every
-                // 1,000th (with the total), the rest at debug.
-                if dropped == 1 || dropped.is_multiple_of(1000) {
-                    tracing::warn!(
-                        reason = %event.reason,
-                        object = regarding.name.as_deref().unwrap_or(""),
-                        dropped_total = dropped,
-                        "too many queued events: event dropped"
-                    );
-                } else {
-                    tracing::debug!(
-                        reason = %event.reason,
-                        object = regarding.name.as_deref().unwrap_or(""),
-                        "too many queued events: event dropped"
-                    );
-                }
-                Err(PublishError::QueueFull {
-                    capacity: self.shared.capacity,
-                })
-            }
-            Err(mpsc::error::TrySendError::Closed(_)) => {
-                bump(&counters.dropped);
-                Err(PublishError::ShutDown)
-            }
+        if self.shared.tx.send(Command::Record(pending)).is_err() {
+            counters.queued.fetch_sub(1, Ordering::AcqRel);
+            bump(&counters.dropped);
+            return Err(PublishError::ShutDown);
         }
+        bump(&counters.published);
+        Ok(())
     }
 
     /// Waits until every event published before this call was written
     /// (including the writes under way), filtered or given up. Events
     /// published meanwhile are written too but not waited for. After a
     /// [`shutdown`](Self::shutdown), waits for the writer to end.
-    ///
-    /// May wait for room in the queue to register, like a publish that
-    /// waited instead of dropping.
     ///
     /// # Cancel safety
     ///
@@ -334,7 +342,7 @@ impl Recorder {
     pub async fn flush(&self) {
         self.start_worker();
         let (done, wait) = oneshot::channel();
-        if self.shared.tx.send(Command::Flush(done)).await.is_ok() {
+        if self.shared.tx.send(Command::Flush(done)).is_ok() {
             // An error means the writer ended, with everything done.
             let _ = wait.await;
         } else {
@@ -372,6 +380,7 @@ impl Recorder {
             failed: get(&c.failed),
             cache_entries_touched: get(&c.touched),
             cache_entries: get(&c.entries),
+            queued: get(&c.queued),
         }
     }
 

@@ -100,7 +100,7 @@ pub(crate) struct WriteContext {
 
 /// The background task; see the module documentation.
 pub(crate) struct Writer {
-    rx: mpsc::Receiver<Command>,
+    rx: mpsc::UnboundedReceiver<Command>,
     correlator: Correlator,
     context: Arc<WriteContext>,
     max_in_flight: usize,
@@ -117,10 +117,8 @@ struct InFlight {
     /// The object and sequence number of each running write.
     tasks: HashMap<Id, (ObjectKey, u64)>,
     /// An entry per object with a write running: the events about it that
-    /// wait for that write, in queue order.
+    /// wait for that write, in queue order (still counted as queued).
     waiting: HashMap<ObjectKey, VecDeque<(u64, Box<Pending>)>>,
-    /// Events in `waiting`, over all objects.
-    waiting_len: usize,
     /// Sequence numbers of events taken off the queue and not yet done.
     outstanding: BTreeSet<u64>,
     next_seq: u64,
@@ -132,7 +130,7 @@ impl Writer {
     /// A writer taking events from `rx`, at most `max_in_flight` (at least
     /// 1) writes at once; `finished` is cancelled when it ends.
     pub(crate) fn new(
-        rx: mpsc::Receiver<Command>,
+        rx: mpsc::UnboundedReceiver<Command>,
         correlator: Correlator,
         context: WriteContext,
         max_in_flight: usize,
@@ -159,11 +157,9 @@ impl Writer {
             if !open && self.state.running.is_empty() {
                 break;
             }
-            // Stop taking events while the writes (and those waiting for
-            // one) are at the limit: the queue then fills and drops.
-            let intake = open
-                && self.state.running.len() < self.max_in_flight
-                && self.state.waiting_len < self.max_in_flight;
+            // At the limit, events stay queued (and count against the
+            // queue's capacity) until a write ends.
+            let intake = open && self.state.running.len() < self.max_in_flight;
             tokio::select! {
                 biased;
                 () = stopping.cancelled(), if !closing => {
@@ -198,7 +194,6 @@ impl Writer {
         let key = object_key(&pending.regarding);
         if let Some(queue) = self.state.waiting.get_mut(&key) {
             queue.push_back((seq, pending));
-            self.state.waiting_len += 1;
         } else {
             self.start(key, seq, pending);
         }
@@ -209,6 +204,8 @@ impl Writer {
     /// goes on.
     fn start(&mut self, key: ObjectKey, mut seq: u64, mut pending: Box<Pending>) {
         loop {
+            // Taken up: its place in the queue is free again.
+            self.context.counters.queued.fetch_sub(1, Ordering::AcqRel);
             if let Some((event, patch)) = self.correlate(*pending) {
                 let context = Arc::clone(&self.context);
                 let handle = self
@@ -251,6 +248,7 @@ impl Writer {
         };
         if let Some(written) = written {
             self.correlator.update_state(&written);
+            self.count_cache_work();
         }
         self.state.outstanding.remove(&seq);
         match self.state.next_waiting(key) {
@@ -267,16 +265,10 @@ impl Writer {
         let correlated = self
             .correlator
             .correlate(event, at, |object| event_name(object, at));
-        let counters = &self.context.counters;
-        counters
-            .touched
-            .store(self.correlator.entries_touched(), Ordering::Relaxed);
-        counters
-            .entries
-            .store(self.correlator.entries() as u64, Ordering::Relaxed);
+        self.count_cache_work();
         match correlated {
             Correlated::Skip => {
-                bump(&counters.filtered);
+                bump(&self.context.counters.filtered);
                 None
             }
             Correlated::Create(event) => Some((*event, None)),
@@ -285,21 +277,29 @@ impl Writer {
     }
 }
 
+impl Writer {
+    /// Publishes the correlator's cache figures to the stats.
+    fn count_cache_work(&self) {
+        let counters = &self.context.counters;
+        counters
+            .touched
+            .store(self.correlator.entries_touched(), Ordering::Relaxed);
+        counters
+            .entries
+            .store(self.correlator.entries() as u64, Ordering::Relaxed);
+    }
+}
+
 impl InFlight {
     /// The next event waiting for a write about `key`; forgets the object
     /// if none is left.
     fn next_waiting(&mut self, key: ObjectKey) -> Option<(u64, Box<Pending>)> {
         let queue = self.waiting.get_mut(&key)?;
-        match queue.pop_front() {
-            Some(next) => {
-                self.waiting_len -= 1;
-                Some(next)
-            }
-            None => {
-                self.waiting.remove(&key);
-                None
-            }
+        let next = queue.pop_front();
+        if next.is_none() {
+            self.waiting.remove(&key);
         }
+        next
     }
 
     /// Answers the flushes every earlier event of which is done.
