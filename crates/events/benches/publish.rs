@@ -69,7 +69,8 @@ async fn ctrlkit_phase(before: usize) {
             queue_capacity: FILL_CHUNK.max(MEASURED),
             ..RecorderConfig::default()
         },
-    );
+    )
+    .unwrap();
     let fill_started = Instant::now();
     for chunk in (0..before).collect::<Vec<_>>().chunks(FILL_CHUNK) {
         for &i in chunk {

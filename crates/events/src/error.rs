@@ -27,6 +27,16 @@ pub enum PublishError {
     },
 }
 
+/// A [`RecorderConfig`](crate::RecorderConfig) that
+/// [`Recorder::with_config`](crate::Recorder::with_config) refuses.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// `max_in_flight` is 0: no event could ever be written.
+    #[error("max_in_flight must be at least 1 (writes under way at once), got 0")]
+    ZeroMaxInFlight,
+}
+
 /// A write of an event to the API server that failed. Logged by the
 /// background writer (with its source), never returned to the code that
 /// published the event.

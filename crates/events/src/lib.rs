@@ -21,8 +21,13 @@
 //! ([`RecorderStats::cache_entries_touched`] counts them). kube-runtime's
 //! `Recorder`, by contrast, walks its whole cache on every `publish`.
 //!
-//! The queue is bounded (1000 events, as client-go): when the API server
-//! cannot keep up, further events are dropped and counted
+//! Writes about different objects overlap (16 at once by default,
+//! [`RecorderConfig::max_in_flight`]; client-go writes one at a time), so a
+//! burst of events — one per pod a controller creates — keeps pace with an
+//! API server that answers quickly; the events about one object are
+//! written one after another, so a repeat's patch never overtakes its
+//! create. The queue is bounded (1000 events, as client-go): when the API
+//! server cannot keep up, further events are dropped and counted
 //! ([`RecorderStats::dropped`]) rather than blocking the controller. A write
 //! that fails in transport is tried again (up to 12 times, 10 s apart); an
 //! answer from the API server is final. [`Recorder::flush`] waits for what
@@ -71,9 +76,10 @@ mod error;
 mod lru;
 mod recorder;
 mod undecodable;
+mod writer;
 
 pub use correlator::AGGREGATE_MESSAGE_PREFIX;
-pub use error::{PublishError, WriteError};
+pub use error::{ConfigError, PublishError, WriteError};
 pub use recorder::{Recorder, RecorderConfig, RecorderStats};
 pub use undecodable::{DECODE_FAILED_REASON, UndecodableWarning, undecodable_warning};
 

@@ -1,4 +1,4 @@
-//! The [`Recorder`] handle and the background writer behind it.
+//! The [`Recorder`] handle, its tuning and its statistics.
 
 use std::fmt;
 use std::sync::Arc;
@@ -6,24 +6,26 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{Event as CoreEvent, EventSource, ObjectReference};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
-use kube::api::{Patch, PatchParams, PostParams};
-use kube::runtime::events::{Event, EventType, Reporter};
-use kube::{Api, Client};
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::Client;
+use kube::runtime::events::{Event, Reporter};
 use parking_lot::Mutex;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::correlator::{Correlated, Correlator, CorrelatorConfig};
-use crate::error::{PublishError, Verb, WriteError};
+use crate::correlator::{Correlator, CorrelatorConfig};
+use crate::error::{ConfigError, PublishError};
+use crate::writer::{Command, Pending, WriteContext, Writer};
 
 /// How a [`Recorder`] queues, correlates and writes events. The defaults
-/// are client-go's (`tools/record`).
+/// are client-go's (`tools/record`), except
+/// [`max_in_flight`](Self::max_in_flight): client-go writes one event at a
+/// time.
 #[derive(Debug, Clone)]
 pub struct RecorderConfig {
-    /// Events waiting for the background writer at most; more are dropped
-    /// (client-go: 1000).
+    /// Events waiting for the background writer at most (queued, or taken
+    /// by it but waiting for an earlier write about their object); more
+    /// are dropped (client-go: 1000).
     pub queue_capacity: usize,
     /// Entries in each of the correlator's three LRU caches (client-go:
     /// 4096).
@@ -44,6 +46,14 @@ pub struct RecorderConfig {
     pub retry_interval: Duration,
     /// Tries of one write before the event is given up (client-go: 12).
     pub max_tries: u32,
+    /// Writes to the API server under way at once, at least 1 (default
+    /// 16). Events about one object are still written one after another
+    /// (a repeat's patch never overtakes the create it counts on); events
+    /// about different objects overlap, so a burst of events (one per pod
+    /// a controller creates) is written at the pace of the API server's
+    /// latency divided by this, rather than one round trip each.
+    /// client-go writes one at a time (1).
+    pub max_in_flight: usize,
 }
 
 impl Default for RecorderConfig {
@@ -57,6 +67,7 @@ impl Default for RecorderConfig {
             spam_refill: Duration::from_secs(300),
             retry_interval: Duration::from_secs(10),
             max_tries: 12,
+            max_in_flight: 16,
         }
     }
 }
@@ -84,41 +95,30 @@ pub struct RecorderStats {
     /// Entries held by the correlator's caches now (at most three times
     /// [`RecorderConfig::cache_size`]).
     pub cache_entries: u64,
+    /// Events waiting to be written now (at most
+    /// [`RecorderConfig::queue_capacity`]), not counting the writes under
+    /// way.
+    pub queued: u64,
 }
 
+/// The recorder's counts, shared by the handles and the writer.
 #[derive(Default)]
-struct Counters {
-    published: AtomicU64,
-    dropped: AtomicU64,
-    filtered: AtomicU64,
-    created: AtomicU64,
-    patched: AtomicU64,
-    failed: AtomicU64,
-    touched: AtomicU64,
-    entries: AtomicU64,
+pub(crate) struct Counters {
+    pub(crate) published: AtomicU64,
+    pub(crate) dropped: AtomicU64,
+    pub(crate) filtered: AtomicU64,
+    pub(crate) created: AtomicU64,
+    pub(crate) patched: AtomicU64,
+    pub(crate) failed: AtomicU64,
+    pub(crate) touched: AtomicU64,
+    pub(crate) entries: AtomicU64,
+    /// Events published and not yet taken up by a write: the queue's
+    /// length, checked against its capacity by `publish`.
+    pub(crate) queued: AtomicU64,
 }
 
-fn bump(counter: &AtomicU64) {
+pub(crate) fn bump(counter: &AtomicU64) {
     counter.fetch_add(1, Ordering::Relaxed);
-}
-
-/// One event waiting for the writer.
-struct Pending {
-    type_: EventType,
-    reason: String,
-    message: Option<String>,
-    action: String,
-    related: Option<ObjectReference>,
-    regarding: ObjectReference,
-    at: Timestamp,
-}
-
-enum Command {
-    Record(Box<Pending>),
-    /// Answer once everything queued before is handled.
-    Flush(oneshot::Sender<()>),
-    /// Handle what is queued (one try each), then stop.
-    Stop(oneshot::Sender<()>),
 }
 
 /// Wall-clock timestamps that advance with tokio's clock, so a test on
@@ -147,34 +147,18 @@ impl Clock {
     }
 }
 
-/// The nanoseconds of `at`, made unique in this process, for event names
-/// (`<object>.<hex nanoseconds>` as client-go): events published at the
-/// same instant (paused time, a coarse clock) must not collide.
-fn unique_nanos(at: Timestamp) -> u64 {
-    static LAST: AtomicU64 = AtomicU64::new(0);
-    let wanted = u64::try_from(at.as_nanosecond()).unwrap_or(0);
-    let mut last = LAST.load(Ordering::Relaxed);
-    loop {
-        let next = wanted.max(last.saturating_add(1));
-        match LAST.compare_exchange_weak(last, next, Ordering::Relaxed, Ordering::Relaxed) {
-            Ok(_) => return next,
-            Err(seen) => last = seen,
-        }
-    }
-}
-
-fn event_name(object: &str, at: Timestamp) -> String {
-    format!("{object}.{:x}", unique_nanos(at))
-}
-
 struct Shared {
-    tx: mpsc::Sender<Command>,
+    /// Unbounded: the queue's bound is kept by `Counters::queued`, which
+    /// also counts the events the writer holds back for an object.
+    tx: mpsc::UnboundedSender<Command>,
     /// The writer until it is spawned, on the first use inside a runtime.
-    pending_worker: Mutex<Option<Worker>>,
+    pending_worker: Mutex<Option<Writer>>,
     started: AtomicBool,
-    /// Cancelled by [`Recorder::shutdown`]: the writer stops pausing
-    /// between tries at once, even mid-retry.
+    /// Cancelled by [`Recorder::shutdown`]: the writer closes the queue,
+    /// and stops pausing between tries at once, even mid-retry.
     stopping: CancellationToken,
+    /// Cancelled when the writer has ended.
+    finished: CancellationToken,
     counters: Arc<Counters>,
     reporter: Reporter,
     clock: Clock,
@@ -189,7 +173,9 @@ struct Shared {
 ///
 /// [`publish`](Self::publish) never waits: it queues the event for a
 /// background task (spawned on the first publish inside a Tokio runtime)
-/// and returns. A full queue drops the event and counts it. Cloning gives
+/// and returns. The task writes up to
+/// [`RecorderConfig::max_in_flight`] events at once, those about one
+/// object in order. A full queue drops the event and counts it. Cloning gives
 /// another handle to the same queue and caches. When the last handle is
 /// dropped the task writes what is queued and ends; [`shutdown`] does the
 /// same and waits for it, [`flush`] waits for what is queued without
@@ -216,42 +202,63 @@ impl Recorder {
     /// name, e.g. `"replicaset-controller"`, becomes the events' source
     /// component and reporting controller), with client-go's defaults.
     pub fn new(client: Client, reporter: impl Into<Reporter>) -> Self {
-        Self::with_config(client, reporter, RecorderConfig::default())
+        Self::build(client, reporter.into(), RecorderConfig::default())
     }
 
     /// A recorder with the given tuning.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::ZeroMaxInFlight`] if
+    /// [`max_in_flight`](RecorderConfig::max_in_flight) is 0.
     pub fn with_config(
         client: Client,
         reporter: impl Into<Reporter>,
         config: RecorderConfig,
-    ) -> Self {
+    ) -> Result<Self, ConfigError> {
+        if config.max_in_flight == 0 {
+            return Err(ConfigError::ZeroMaxInFlight);
+        }
+        Ok(Self::build(client, reporter.into(), config))
+    }
+
+    fn build(client: Client, reporter: Reporter, config: RecorderConfig) -> Self {
         let capacity = config.queue_capacity.max(1);
-        let (tx, rx) = mpsc::channel(capacity);
+        let (tx, rx) = mpsc::unbounded_channel();
         let counters = Arc::new(Counters::default());
         let stopping = CancellationToken::new();
-        let worker = Worker {
+        let finished = CancellationToken::new();
+        let correlator = Correlator::new(CorrelatorConfig {
+            cache_size: config.cache_size,
+            aggregate_max_events: config.aggregate_max_events,
+            aggregate_window: config.aggregate_window,
+            spam_burst: config.spam_burst,
+            spam_refill: config.spam_refill,
+        });
+        let context = WriteContext {
             client,
-            rx,
-            correlator: Correlator::new(CorrelatorConfig {
-                cache_size: config.cache_size,
-                aggregate_max_events: config.aggregate_max_events,
-                aggregate_window: config.aggregate_window,
-                spam_burst: config.spam_burst,
-                spam_refill: config.spam_refill,
-            }),
             counters: Arc::clone(&counters),
             retry_interval: config.retry_interval,
             max_tries: config.max_tries.max(1),
             stopping: stopping.clone(),
         };
+        let writer = Writer::new(
+            rx,
+            correlator,
+            context,
+            config.max_in_flight,
+            reporter.clone(),
+            finished.clone(),
+        );
         Self {
             shared: Arc::new(Shared {
                 tx,
-                pending_worker: Mutex::new(Some(worker)),
+                pending_worker: Mutex::new(Some(writer)),
                 started: AtomicBool::new(false),
                 stopping,
+                finished,
                 counters,
-                reporter: reporter.into(),
+                reporter,
                 clock: Clock::new(),
                 capacity,
             }),
@@ -276,6 +283,35 @@ impl Recorder {
             });
         }
         self.start_worker();
+        let counters = &self.shared.counters;
+        if self.shared.tx.is_closed() {
+            bump(&counters.dropped);
+            return Err(PublishError::ShutDown);
+        }
+        // Take a place in the queue; the writer gives it back when it
+        // takes the event up.
+        let capacity = self.shared.capacity;
+        if counters.queued.fetch_add(1, Ordering::AcqRel) >= capacity as u64 {
+            counters.queued.fetch_sub(1, Ordering::AcqRel);
+            let dropped = counters.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+            // A burst can drop thousands: warn on the first and every
+            // 1,000th (with the total), the rest at debug.
+            if dropped == 1 || dropped.is_multiple_of(1000) {
+                tracing::warn!(
+                    reason = %event.reason,
+                    object = regarding.name.as_deref().unwrap_or(""),
+                    dropped_total = dropped,
+                    "too many queued events: event dropped"
+                );
+            } else {
+                tracing::debug!(
+                    reason = %event.reason,
+                    object = regarding.name.as_deref().unwrap_or(""),
+                    "too many queued events: event dropped"
+                );
+            }
+            return Err(PublishError::QueueFull { capacity });
+        }
         let pending = Box::new(Pending {
             type_: event.type_,
             reason: event.reason.clone(),
@@ -285,61 +321,50 @@ impl Recorder {
             regarding: regarding.clone(),
             at: self.shared.clock.now(),
         });
-        let counters = &self.shared.counters;
-        match self.shared.tx.try_send(Command::Record(pending)) {
-            Ok(()) => {
-                bump(&counters.published);
-                Ok(())
-            }
-            Err(mpsc::error::TrySendError::Full(_)) => {
-                let dropped = counters.dropped.fetch_add(1, Ordering::Relaxed) + 1;
-                // A burst can drop thousands: warn on the first and every
-                // 1,000th (with the total), the rest at debug.
-                if dropped == 1 || dropped.is_multiple_of(1000) {
-                    tracing::warn!(
-                        reason = %event.reason,
-                        object = regarding.name.as_deref().unwrap_or(""),
-                        dropped_total = dropped,
-                        "too many queued events: event dropped"
-                    );
-                } else {
-                    tracing::debug!(
-                        reason = %event.reason,
-                        object = regarding.name.as_deref().unwrap_or(""),
-                        "too many queued events: event dropped"
-                    );
-                }
-                Err(PublishError::QueueFull {
-                    capacity: self.shared.capacity,
-                })
-            }
-            Err(mpsc::error::TrySendError::Closed(_)) => {
-                bump(&counters.dropped);
-                Err(PublishError::ShutDown)
-            }
+        if self.shared.tx.send(Command::Record(pending)).is_err() {
+            counters.queued.fetch_sub(1, Ordering::AcqRel);
+            bump(&counters.dropped);
+            return Err(PublishError::ShutDown);
         }
+        bump(&counters.published);
+        Ok(())
     }
 
-    /// Waits until every event published before this call was written,
-    /// filtered or given up. Returns at once after a shutdown.
+    /// Waits until every event published before this call was written
+    /// (including the writes under way), filtered or given up. Events
+    /// published meanwhile are written too but not waited for. After a
+    /// [`shutdown`](Self::shutdown), waits for the writer to end.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: dropping the future only ends the wait; the events are
+    /// written all the same.
     pub async fn flush(&self) {
         self.start_worker();
         let (done, wait) = oneshot::channel();
-        if self.shared.tx.send(Command::Flush(done)).await.is_ok() {
+        if self.shared.tx.send(Command::Flush(done)).is_ok() {
+            // An error means the writer ended, with everything done.
             let _ = wait.await;
+        } else {
+            self.shared.finished.cancelled().await;
         }
     }
 
-    /// Writes what is queued (each event tried once, without waiting
-    /// between tries), then stops the background task; later publishes
-    /// fail with [`PublishError::ShutDown`]. Waits for it to finish.
+    /// Stops the recorder: publishes fail with [`PublishError::ShutDown`]
+    /// from now on (at the latest once the writer has seen the stop), the
+    /// events queued and the writes under way are finished (each event
+    /// tried once more at most, without waiting between tries), then the
+    /// background task ends. Waits for that.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: the stop takes effect on the first poll and cannot be
+    /// undone; dropping the future only ends the wait, and calling
+    /// `shutdown` again (or [`flush`](Self::flush)) waits for the same end.
     pub async fn shutdown(&self) {
         self.shared.stopping.cancel();
         self.start_worker();
-        let (done, wait) = oneshot::channel();
-        if self.shared.tx.send(Command::Stop(done)).await.is_ok() {
-            let _ = wait.await;
-        }
+        self.shared.finished.cancelled().await;
     }
 
     /// What the recorder has done so far.
@@ -355,6 +380,7 @@ impl Recorder {
             failed: get(&c.failed),
             cache_entries_touched: get(&c.touched),
             cache_entries: get(&c.entries),
+            queued: get(&c.queued),
         }
     }
 
@@ -368,195 +394,9 @@ impl Recorder {
             return;
         };
         let mut slot = self.shared.pending_worker.lock();
-        if let Some(worker) = slot.take() {
-            let reporter = self.shared.reporter.clone();
-            runtime.spawn(worker.run(reporter));
+        if let Some(writer) = slot.take() {
+            runtime.spawn(writer.run());
             self.shared.started.store(true, Ordering::Release);
         }
-    }
-}
-
-/// The background task: correlates each event and writes it.
-struct Worker {
-    client: Client,
-    rx: mpsc::Receiver<Command>,
-    correlator: Correlator,
-    counters: Arc<Counters>,
-    retry_interval: Duration,
-    max_tries: u32,
-    /// Shutting down: one try per event, no pauses.
-    stopping: CancellationToken,
-}
-
-impl Worker {
-    async fn run(mut self, reporter: Reporter) {
-        let mut stopped = None;
-        while let Some(command) = self.rx.recv().await {
-            match command {
-                Command::Record(pending) => self.record(*pending, &reporter).await,
-                Command::Flush(done) => {
-                    let _ = done.send(());
-                }
-                Command::Stop(done) => {
-                    self.rx.close();
-                    stopped = Some(done);
-                }
-            }
-        }
-        if let Some(done) = stopped {
-            let _ = done.send(());
-        }
-    }
-
-    fn build(&self, p: Pending, reporter: &Reporter) -> CoreEvent {
-        let object = p.regarding.name.as_deref().unwrap_or_default();
-        let namespace = p
-            .regarding
-            .namespace
-            .clone()
-            .filter(|ns| !ns.is_empty())
-            .unwrap_or_else(|| "default".to_owned());
-        let stamp = Some(Time(p.at));
-        CoreEvent {
-            metadata: ObjectMeta {
-                name: Some(event_name(object, p.at)),
-                namespace: Some(namespace),
-                ..ObjectMeta::default()
-            },
-            type_: Some(
-                match p.type_ {
-                    EventType::Normal => "Normal",
-                    EventType::Warning => "Warning",
-                }
-                .to_owned(),
-            ),
-            reason: Some(p.reason),
-            message: p.message,
-            action: Some(p.action).filter(|a| !a.is_empty()),
-            related: p.related,
-            involved_object: p.regarding,
-            count: Some(1),
-            first_timestamp: stamp.clone(),
-            last_timestamp: stamp,
-            source: Some(EventSource {
-                component: Some(reporter.controller.clone()),
-                host: reporter.instance.clone(),
-            }),
-            reporting_component: Some(reporter.controller.clone()),
-            reporting_instance: reporter.instance.clone(),
-            ..CoreEvent::default()
-        }
-    }
-
-    async fn record(&mut self, pending: Pending, reporter: &Reporter) {
-        let at = pending.at;
-        let event = self.build(pending, reporter);
-        let correlated = self
-            .correlator
-            .correlate(event, at, |object| event_name(object, at));
-        self.counters
-            .touched
-            .store(self.correlator.entries_touched(), Ordering::Relaxed);
-        self.counters
-            .entries
-            .store(self.correlator.entries() as u64, Ordering::Relaxed);
-        let (mut event, patch) = match correlated {
-            Correlated::Skip => {
-                bump(&self.counters.filtered);
-                return;
-            }
-            Correlated::Create(event) => (event, None),
-            Correlated::Patch { event, patch } => (event, Some(patch)),
-        };
-        let mut tries = 0;
-        loop {
-            match self.write(&mut event, patch.as_ref()).await {
-                Ok((written, verb)) => {
-                    bump(match verb {
-                        Verb::Create => &self.counters.created,
-                        Verb::Patch => &self.counters.patched,
-                    });
-                    self.correlator.update_state(&written);
-                    return;
-                }
-                Err(error) => {
-                    tries += 1;
-                    let stopping = self.stopping.is_cancelled();
-                    let retry = error.is_retriable() && !stopping && tries < self.max_tries;
-                    if !retry {
-                        bump(&self.counters.failed);
-                        log_failure(&error, &event, tries);
-                        return;
-                    }
-                    tracing::debug!(
-                        error = &error as &dyn std::error::Error,
-                        tries,
-                        "event write failed; will retry"
-                    );
-                    // Randomise the first pause so that clients do not
-                    // retry in step after an API server outage.
-                    let pause = if tries == 1 {
-                        self.retry_interval.mul_f64(rand::random::<f64>())
-                    } else {
-                        self.retry_interval
-                    };
-                    // A shutdown cuts the pause short: one last try.
-                    tokio::select! {
-                        () = tokio::time::sleep(pause) => {}
-                        () = self.stopping.cancelled() => {}
-                    }
-                }
-            }
-        }
-    }
-
-    /// Patches the event if there is a patch and the event still exists,
-    /// creates it otherwise (as client-go's `recordEvent`).
-    async fn write(
-        &self,
-        event: &mut CoreEvent,
-        patch: Option<&serde_json::Value>,
-    ) -> Result<(CoreEvent, Verb), WriteError> {
-        let namespace = event.metadata.namespace.clone().unwrap_or_default();
-        let name = event.metadata.name.clone().unwrap_or_default();
-        let api: Api<CoreEvent> = Api::namespaced(self.client.clone(), &namespace);
-        let fail = |verb, source| WriteError {
-            verb,
-            namespace: namespace.clone(),
-            name: name.clone(),
-            source,
-        };
-        if let Some(patch) = patch {
-            match api
-                .patch(&name, &PatchParams::default(), &Patch::Strategic(patch))
-                .await
-            {
-                Ok(written) => return Ok((written, Verb::Patch)),
-                Err(kube::Error::Api(status)) if status.is_not_found() => {}
-                Err(source) => return Err(fail(Verb::Patch, source)),
-            }
-        }
-        event.metadata.resource_version = None;
-        match api.create(&PostParams::default(), event).await {
-            Ok(written) => Ok((written, Verb::Create)),
-            Err(source) => Err(fail(Verb::Create, source)),
-        }
-    }
-}
-
-fn log_failure(error: &WriteError, event: &CoreEvent, tries: u32) {
-    let reason = event.reason.as_deref().unwrap_or("");
-    let object = event.involved_object.name.as_deref().unwrap_or("");
-    let expected = error.is_expected_refusal();
-    let error = error as &dyn std::error::Error;
-    if expected {
-        tracing::debug!(
-            error,
-            reason,
-            object,
-            "event refused by the API server (not retried)"
-        );
-    } else {
-        tracing::warn!(error, reason, object, tries, "event not recorded");
     }
 }

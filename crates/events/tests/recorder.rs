@@ -6,59 +6,11 @@
 mod common;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use bytes::Bytes;
-use common::{normal, replicaset};
+use common::{always, mock_client, normal, replicaset};
 use ctrlkit_events::{PublishError, Recorder, RecorderConfig};
-use http::{Request, Response, StatusCode};
-use http_body_util::{BodyExt, Full};
-use kube::Client;
-use serde_json::json;
-
-/// How the mock answers the n-th request (from 0): `None` is a transport
-/// failure, `Some` a status code (201 echoes the body, others a Status).
-type Answer = Arc<dyn Fn(usize) -> Option<u16> + Send + Sync>;
-
-/// A client whose API server answers with `answer` and counts requests.
-fn mock_client(answer: Answer) -> (Client, Arc<AtomicUsize>) {
-    let requests = Arc::new(AtomicUsize::new(0));
-    let seen = requests.clone();
-    let service = tower::service_fn(move |req: Request<kube::client::Body>| {
-        let n = seen.fetch_add(1, Ordering::SeqCst);
-        let answer = answer.clone();
-        async move {
-            let body = req.into_body().collect().await.unwrap().to_bytes();
-            let (status, body) = match answer(n) {
-                None => {
-                    return Err::<Response<Full<Bytes>>, _>(std::io::Error::other(
-                        "connection reset",
-                    ));
-                }
-                Some(201) => (StatusCode::CREATED, body),
-                Some(code) => {
-                    let status = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
-                        "code": code, "reason": "InternalError", "message": "refused"});
-                    (
-                        StatusCode::from_u16(code).unwrap(),
-                        Bytes::from(status.to_string()),
-                    )
-                }
-            };
-            Ok(Response::builder()
-                .status(status)
-                .header(http::header::CONTENT_TYPE, "application/json")
-                .body(Full::new(body))
-                .unwrap())
-        }
-    });
-    (Client::new(service, "default"), requests)
-}
-
-fn always(code: u16) -> Answer {
-    Arc::new(move |_| Some(code))
-}
 
 /// The correlator's cache work for `batch` events about new objects,
 /// after `before` events were recorded.
@@ -71,7 +23,8 @@ async fn work_for_batch(before: usize, batch: usize) -> (u64, u64) {
             queue_capacity: 20_000,
             ..RecorderConfig::default()
         },
-    );
+    )
+    .unwrap();
     for i in 0..before {
         recorder
             .publish(&normal("Filled", "x"), &replicaset(&format!("old-{i}")))
@@ -117,7 +70,8 @@ async fn a_full_queue_drops_events_and_counts_them() {
             queue_capacity: 3,
             ..RecorderConfig::default()
         },
-    );
+    )
+    .unwrap();
     // On a current-thread runtime the writer cannot run while this test
     // publishes without awaiting: the queue fills.
     let results: Vec<_> = (0..5)

@@ -150,7 +150,8 @@ async fn the_caches_are_bounded_and_forget_the_oldest_events() {
             cache_size: 8,
             ..RecorderConfig::default()
         },
-    );
+    )
+    .unwrap();
     let first = normal("Scaled", "to 1");
     recorder.publish(&first, &replicaset("rs-0")).unwrap();
     // Within the bound, the repeat is counted.

@@ -17,7 +17,11 @@
 //!    status changes the watch saw, and the controller's peak RSS (VmHWM)
 //!    read from /proc before it is stopped with SIGTERM.
 //!
-//! 5. Also report the controller's CPU seconds, and its syncs
+//! 5. Also report the `SuccessfulCreate` events written (the sum of their
+//!    `count`s, listed after the controller stopped and flushed its event
+//!    recorder: one per created pod unless the recorder dropped some).
+//!
+//! 6. Also report the controller's CPU seconds, and its syncs
 //!    (`controller_runtime_reconcile_total`) and the syncs read-own-writes
 //!    skipped, scraped from its `/metrics` just before the SIGTERM.
 //!
@@ -502,6 +506,19 @@ async fn run(rs_count: usize, replicas: usize, workers: usize, members: usize) {
                 .is_some_and(|r| r == i32::try_from(replicas).unwrap())
         });
 
+    // One SuccessfulCreate per created pod; an aggregate or a repeat is
+    // one event with a count.
+    let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client.clone(), NS);
+    let events_written: i64 = events
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .filter(|e| e.reason.as_deref() == Some("SuccessfulCreate"))
+        .map(|e| i64::from(e.count.unwrap_or(1)))
+        .sum();
+
     // The benchmark's own requests: the ReplicaSet creates and its watch.
     let own_creates = rs_count as u64;
     let own_watches = seen.watches;
@@ -534,6 +551,8 @@ async fn run(rs_count: usize, replicas: usize, workers: usize, members: usize) {
         "controller_requests": controller_requests,
         "pod_creates": pod_creates.total(),
         "pod_creates_at_convergence": at_convergence.count("create", "pods").total(),
+        "successful_create_events_written": events_written,
+        "successful_create_events_missing": pods as i64 - events_written,
         "status_writes": status_writes.total(),
         "status_writes_per_rs": status_writes.total() as f64 / rs_count as f64,
         "status_changes_seen": status_changes,
