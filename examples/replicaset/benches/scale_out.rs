@@ -50,6 +50,8 @@
 //! The cluster, the kubelet simulation and this driver share the machine
 //! with the controller process, so the wall time is end to end.
 #![allow(clippy::unwrap_used)]
+// The result line is one `json!` with more fields than the default limit expands.
+#![recursion_limit = "256"]
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader};
