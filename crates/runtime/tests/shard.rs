@@ -5,6 +5,8 @@
 //! safety does not depend on timing, only how soon slots move does.
 #![allow(clippy::unwrap_used)]
 
+mod shard_support;
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -16,9 +18,9 @@ use ctrlkit_runtime::shard::{
     ShardMetrics, SlotSet,
 };
 use ctrlkit_runtime::{Action, Controller, ObjectKey};
-use ctrlkit_testcluster::{TestCluster, TestClusterConfig};
+use ctrlkit_testcluster::TestCluster;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
 use parking_lot::Mutex;
@@ -26,6 +28,8 @@ use serde_json::json;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+
+use shard_support::{cluster_with_owners, until};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
@@ -233,37 +237,6 @@ impl Member {
     }
 }
 
-async fn cluster_with_owners() -> TestCluster {
-    let cluster = TestCluster::start(TestClusterConfig::default())
-        .await
-        .unwrap();
-    let client = cluster.client();
-    for ns in ["apps", "other"] {
-        let namespace: Namespace =
-            serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap();
-        Api::<Namespace>::all(client.clone())
-            .create(&PostParams::default(), &namespace)
-            .await
-            .unwrap();
-    }
-    let cms: Api<ConfigMap> = Api::namespaced(client, "apps");
-    for i in 0..OWNERS {
-        let cm: ConfigMap =
-            serde_json::from_value(json!({"metadata": {"name": format!("owner-{i}")}})).unwrap();
-        cms.create(&PostParams::default(), &cm).await.unwrap();
-    }
-    cluster
-}
-
-/// Waits (real time, at most 30 s) until `cond` holds.
-async fn until(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 /// The members hold every slot between them, each a share.
 fn covers(members: &[&Member]) -> bool {
     let mut all = SlotSet::empty();
@@ -297,7 +270,7 @@ async fn claims_on_leases(cluster: &TestCluster, namespace: &str) -> BTreeMap<St
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_members_split_the_owners_and_a_killed_members_slots_move_after_its_lease_expires() {
-    let cluster = cluster_with_owners().await;
+    let cluster = cluster_with_owners(OWNERS, "other").await;
     let checker = Arc::new(Checker::default());
     let mut registry = prometheus_client::registry::Registry::default();
     let metrics = ShardMetrics::register(&mut registry);
@@ -422,7 +395,7 @@ async fn three_members_split_the_owners_and_a_killed_members_slots_move_after_it
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_joining_member_gets_slots_only_after_they_are_acknowledged_and_a_leaving_one_hands_over_at_once()
  {
-    let cluster = cluster_with_owners().await;
+    let cluster = cluster_with_owners(OWNERS, "other").await;
     let checker = Arc::new(Checker::default());
     let a = Member::start_slow(&cluster, "a", &checker);
     let b = Member::start_slow(&cluster, "b", &checker);
@@ -473,7 +446,7 @@ async fn a_joining_member_gets_slots_only_after_they_are_acknowledged_and_a_leav
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hand_edited_and_foreign_leases_never_cause_double_syncs() {
-    let cluster = cluster_with_owners().await;
+    let cluster = cluster_with_owners(OWNERS, "other").await;
     let checker = Arc::new(Checker::default());
     let a = Member::start(&cluster, "default", "a", &checker);
     let b = Member::start(&cluster, "default", "b", &checker);
@@ -541,7 +514,7 @@ async fn hand_edited_and_foreign_leases_never_cause_double_syncs() {
 async fn renewals_failing_intermittently_fence_members_but_never_double_sync() {
     use ctrlkit_testcluster::faults::{ErrorKind, ErrorRule, FaultConfig};
 
-    let cluster = cluster_with_owners().await;
+    let cluster = cluster_with_owners(OWNERS, "other").await;
     let checker = Arc::new(Checker::default());
     let a = Member::start(&cluster, "default", "a", &checker);
     let b = Member::start(&cluster, "default", "b", &checker);

@@ -8,6 +8,8 @@
 //! time with short leases (3 s), like `shard.rs`.
 #![allow(clippy::unwrap_used)]
 
+mod shard_support;
+
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -18,16 +20,16 @@ use ctrlkit_runtime::manager::{
 };
 use ctrlkit_runtime::shard::{RING_LABEL, ShardMember};
 use ctrlkit_runtime::{Action, Controller, ObjectKey};
-use ctrlkit_testcluster::{TestCluster, TestClusterConfig};
+use ctrlkit_testcluster::TestCluster;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
-use kube::api::{ListParams, PostParams};
+use kube::api::ListParams;
 use parking_lot::Mutex;
-use serde_json::json;
 use tokio::task::JoinHandle;
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+
+use shard_support::{cluster_with_owners, until};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
@@ -149,37 +151,6 @@ fn start(cluster: &TestCluster, identity: &str, checker: &Arc<Checker>) -> Runni
     }
 }
 
-async fn cluster_with_owners() -> TestCluster {
-    let cluster = TestCluster::start(TestClusterConfig::default())
-        .await
-        .unwrap();
-    let client = cluster.client();
-    for ns in ["apps", LEASES] {
-        let namespace: Namespace =
-            serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap();
-        Api::<Namespace>::all(client.clone())
-            .create(&PostParams::default(), &namespace)
-            .await
-            .unwrap();
-    }
-    let cms: Api<ConfigMap> = Api::namespaced(client, "apps");
-    for i in 0..OWNERS {
-        let cm: ConfigMap =
-            serde_json::from_value(json!({"metadata": {"name": format!("owner-{i}")}})).unwrap();
-        cms.create(&PostParams::default(), &cm).await.unwrap();
-    }
-    cluster
-}
-
-/// Waits (real time, at most 30 s) until `cond` holds.
-async fn until(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 /// `GET /metrics` over a plain connection.
 async fn http_get_metrics(addr: std::net::SocketAddr) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -201,7 +172,7 @@ fn all_synced_by(checker: &Checker, controller: &str, by: &[&str]) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sharded_managers_split_every_controllers_owners_and_a_shut_down_one_hands_over() {
-    let cluster = cluster_with_owners().await;
+    let cluster = cluster_with_owners(OWNERS, LEASES).await;
     let checker = Arc::new(Checker::default());
     let managers: Vec<Running> = ["m0", "m1", "m2"]
         .iter()

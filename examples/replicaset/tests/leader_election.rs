@@ -163,16 +163,6 @@ async fn elect(kubeconfig: &str, leases: &Api<Lease>) -> (Process, Process, Stri
     }
 }
 
-/// Pod creates and deletes the API server answered with success since
-/// `before`.
-fn pod_writes(cluster: &Cluster, before: &ctrlkit_testcluster::RequestStats) -> (u64, u64) {
-    let since = cluster.cluster.requests().since(before);
-    (
-        since.count("create", "pods").success,
-        since.count("delete", "pods").success,
-    )
-}
-
 /// Issue 13's failover target: the leader is killed (no release); the
 /// stand-by syncs within the lease duration + 2 s of the kill, and no pod
 /// is created twice (exactly the missing pods are created, none deleted).
@@ -210,7 +200,7 @@ async fn a_killed_leader_is_replaced_within_the_lease_duration_without_duplicate
     // Settle: anything a duplicate sync would create has been sent by now.
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(
-        pod_writes(&cluster, &before),
+        cluster.pod_writes(&before),
         (2 + 3, 0),
         "(creates, deletes)"
     );
@@ -249,6 +239,6 @@ async fn a_paused_leader_writes_nothing_after_it_resumes() {
     // The new leader had nothing left to do: every pod write since the
     // resume would have been the old leader's.
     tokio::time::sleep(Duration::from_secs(1)).await;
-    assert_eq!(pod_writes(&cluster, &before), (0, 0), "(creates, deletes)");
+    assert_eq!(cluster.pod_writes(&before), (0, 0), "(creates, deletes)");
     wait_converged(&client, "default", "web", &web, 5).await;
 }

@@ -100,16 +100,6 @@ async fn ring_settled(members: &[&Process]) {
     .await;
 }
 
-/// Pod creates and deletes the API server answered with success since
-/// `before`.
-fn pod_writes(cluster: &Cluster, before: &ctrlkit_testcluster::RequestStats) -> (u64, u64) {
-    let since = cluster.cluster.requests().since(before);
-    (
-        since.count("create", "pods").success,
-        since.count("delete", "pods").success,
-    )
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sharded_replicas_split_the_work_take_over_a_killed_ones_and_share_with_a_new_one() {
     let cluster = Cluster::start().await;
@@ -143,7 +133,7 @@ async fn sharded_replicas_split_the_work_take_over_a_killed_ones_and_share_with_
         held += metric(m, "ctrlkit_shard_owners_held").await;
     }
     assert_eq!(held, OWNERS as f64);
-    assert_eq!(pod_writes(&cluster, &start).0, OWNERS as u64);
+    assert_eq!(cluster.pod_writes(&start).0, OWNERS as u64);
 
     // kill -9 a member, then give its ReplicaSets work: the others sync
     // them once its Lease expired.
@@ -204,7 +194,7 @@ async fn sharded_replicas_split_the_work_take_over_a_killed_ones_and_share_with_
     let scaled_twice = a_owners.iter().filter(|o| d_owners.contains(o)).count();
     let expected = a_owners.len() + d_owners.len() * 2 - scaled_twice;
     assert_eq!(
-        pod_writes(&cluster, &before),
+        cluster.pod_writes(&before),
         (expected as u64, 0),
         "(creates, deletes): no pod created twice"
     );

@@ -25,6 +25,16 @@ pub struct Cluster {
 }
 
 impl Cluster {
+    /// Pod creates and deletes the API server answered with success since
+    /// `before`.
+    pub fn pod_writes(&self, before: &ctrlkit_testcluster::RequestStats) -> (u64, u64) {
+        let since = self.cluster.requests().since(before);
+        (
+            since.count("create", "pods").success,
+            since.count("delete", "pods").success,
+        )
+    }
+
     pub async fn start() -> Self {
         let cluster = TestCluster::start(
             TestClusterConfig::default().with_kubelet(KubeletConfig::with_nodes(1, 110)),
