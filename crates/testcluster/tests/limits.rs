@@ -27,6 +27,23 @@ fn configmap(name: &str, data_bytes: usize) -> Vec<u8> {
     .unwrap()
 }
 
+/// What the server sent on `tcp` up to and including `needle`; fails if
+/// the connection closes first.
+async fn read_until(tcp: &mut tokio::net::TcpStream, needle: &str) -> String {
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&answer).contains(needle) {
+        let n = tcp.read(&mut buf).await.unwrap();
+        assert!(
+            n > 0,
+            "connection closed: {}",
+            String::from_utf8_lossy(&answer)
+        );
+        answer.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
 fn rs_json(name: &str, spec_extra: Value) -> Value {
     let mut rs = json!({
         "apiVersion": "apps/v1", "kind": "ReplicaSet",
@@ -75,22 +92,9 @@ async fn bodies_over_3_mib_are_413_as_on_kube_apiserver() {
     )
     .await
     .unwrap();
-    let mut answer = Vec::new();
-    let mut buf = [0u8; 4096];
-    tokio::time::timeout(GUARD, async {
-        while !String::from_utf8_lossy(&answer).contains("limit is 3145728") {
-            let n = tcp.read(&mut buf).await.unwrap();
-            assert!(
-                n > 0,
-                "connection closed: {}",
-                String::from_utf8_lossy(&answer)
-            );
-            answer.extend_from_slice(&buf[..n]);
-        }
-    })
-    .await
-    .unwrap();
-    let text = String::from_utf8_lossy(&answer);
+    let text = tokio::time::timeout(GUARD, read_until(&mut tcp, "limit is 3145728"))
+        .await
+        .unwrap();
     assert!(text.starts_with("HTTP/1.1 413"), "{text}");
 
     // The server is fine afterwards.
@@ -124,7 +128,7 @@ async fn an_oversized_body_is_drained_before_the_413() {
         let head = format!(
             "POST {CONFIGMAPS} HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n{framing}\r\n\r\n"
         );
-        let answer = tokio::time::timeout(GUARD, async {
+        let text = tokio::time::timeout(GUARD, async {
             tcp.write_all(head.as_bytes()).await.unwrap();
             for (i, piece) in body.chunks(64 * 1024).enumerate() {
                 if i == 1 {
@@ -146,18 +150,10 @@ async fn an_oversized_body_is_drained_before_the_413() {
             if chunked {
                 tcp.write_all(b"0\r\n\r\n").await.unwrap();
             }
-            let mut answer = Vec::new();
-            let mut buf = [0u8; 4096];
-            while !String::from_utf8_lossy(&answer).contains("limit is 3145728") {
-                let n = tcp.read(&mut buf).await.unwrap();
-                assert!(n > 0, "closed: {}", String::from_utf8_lossy(&answer));
-                answer.extend_from_slice(&buf[..n]);
-            }
-            answer
+            read_until(&mut tcp, "limit is 3145728").await
         })
         .await
         .unwrap();
-        let text = String::from_utf8_lossy(&answer);
         assert!(
             text.starts_with("HTTP/1.1 413"),
             "chunked={chunked}: {text}"
