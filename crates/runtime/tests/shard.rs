@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use ctrlkit_informer::SharedInformerFactory;
 use ctrlkit_runtime::shard::{
-    CHECK_ANNOTATION, CLAIMS_ANNOTATION, RING_LABEL, SLOTS, ShardConfig, ShardError, ShardMember,
-    ShardMetrics, SlotSet,
+    CHECK_ANNOTATION, CLAIMS_ANNOTATION, RING_LABEL, SLOTS, ShardConfig, ShardMember, ShardMetrics,
+    SlotSet,
 };
 use ctrlkit_runtime::{Action, Controller, ObjectKey};
 use ctrlkit_testcluster::TestCluster;
@@ -29,7 +29,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use shard_support::{cluster_with_owners, until};
+use shard_support::{Member, cluster_with_owners, until};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
@@ -150,14 +150,6 @@ fn sample_overlaps(members: Vec<ShardMember>) -> (CancellationToken, JoinHandle<
     (stop, task)
 }
 
-struct Member {
-    member: ShardMember,
-    stop: CancellationToken,
-    factory: SharedInformerFactory,
-    ring: JoinHandle<Result<(), ShardError>>,
-    controller: JoinHandle<()>,
-}
-
 impl Member {
     fn start(cluster: &TestCluster, namespace: &str, id: &str, checker: &Arc<Checker>) -> Self {
         Self::start_with(cluster, namespace, id, checker, None, Pace::FAST)
@@ -216,24 +208,8 @@ impl Member {
             factory,
             ring,
             controller,
+            feeder: None,
         }
-    }
-
-    /// As `kill -9`: nothing is released, the Lease is left to expire.
-    async fn kill(self) {
-        self.ring.abort();
-        self.controller.abort();
-        self.factory.cancellation_token().cancel();
-        let _ = self.ring.await;
-        let _ = self.controller.await;
-    }
-
-    /// A graceful stop: drain, release, delete the Lease.
-    async fn stop(self) {
-        self.stop.cancel();
-        self.controller.await.unwrap();
-        self.ring.await.unwrap().unwrap();
-        self.factory.cancellation_token().cancel();
     }
 }
 

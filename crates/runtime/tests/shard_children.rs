@@ -6,6 +6,8 @@
 //! owners being taken over without a child created twice.
 #![allow(clippy::unwrap_used)]
 
+mod shard_support;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +15,7 @@ use std::time::Duration;
 use ctrlkit_expectations::ControllerExpectations;
 use ctrlkit_informer::{Informer, SharedInformerFactory, Store};
 use ctrlkit_runtime::child::{ChildControl, KubeChildControl, controller_ref_for};
-use ctrlkit_runtime::shard::{SLOTS, ShardConfig, ShardError, ShardMember, SlotSet};
+use ctrlkit_runtime::shard::{SLOTS, ShardConfig, ShardMember, SlotSet};
 use ctrlkit_runtime::{Action, Controller, ObjectKey, Owns, creation_id};
 use ctrlkit_testcluster::{TestCluster, TestClusterConfig};
 use futures::StreamExt;
@@ -26,6 +28,8 @@ use serde_json::json;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+
+use shard_support::Member;
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
@@ -95,16 +99,6 @@ async fn reconcile(
         }
     }
     Ok(Action::done())
-}
-
-struct Member {
-    member: ShardMember,
-    factory: SharedInformerFactory,
-    stop: CancellationToken,
-    ring: JoinHandle<Result<(), ShardError>>,
-    controller: JoinHandle<()>,
-    /// Feeds a lagging pod cache, if the member has one.
-    feeder: Option<JoinHandle<()>>,
 }
 
 struct Shared {
@@ -209,28 +203,6 @@ impl Member {
             ring,
             controller,
             feeder,
-        }
-    }
-
-    /// As `kill -9`: nothing is released, the Lease is left to expire.
-    async fn kill(self) {
-        self.ring.abort();
-        self.controller.abort();
-        self.factory.cancellation_token().cancel();
-        let _ = self.ring.await;
-        let _ = self.controller.await;
-        if let Some(f) = self.feeder {
-            f.abort();
-        }
-    }
-
-    async fn stop(self) {
-        self.stop.cancel();
-        self.controller.await.unwrap();
-        self.ring.await.unwrap().unwrap();
-        self.factory.cancellation_token().cancel();
-        if let Some(f) = self.feeder {
-            f.abort();
         }
     }
 }
