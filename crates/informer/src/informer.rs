@@ -24,7 +24,7 @@ use crate::handler::{EventHandler, HandlerId, Notification};
 use crate::health::{Health, InformerStats, Unhealthy};
 use crate::index::IndexFn;
 use crate::key::ObjectKey;
-use crate::list_watch::{ApiSource, ListWatch, Step, list_watch};
+use crate::list_watch::{ApiSource, ListWatch, Step, consistent_read, list_watch};
 use crate::store::Store;
 use crate::transform::Transform;
 
@@ -207,6 +207,22 @@ where
         };
         for h in self.handlers {
             informer.add_event_handler_arc(h);
+        }
+        if informer.inner.source.is_some() {
+            let weak = Arc::downgrade(&informer.inner);
+            informer.inner.store.set_reader(Arc::new(move || {
+                let inner = weak.upgrade();
+                Box::pin(async move {
+                    let Some(inner) = inner else {
+                        return Err(kube::Error::Service("the informer was dropped".into()));
+                    };
+                    let informer = Informer { inner };
+                    let Some((source, config)) = informer.inner.source.clone() else {
+                        return Err(kube::Error::Service("the informer has no API".into()));
+                    };
+                    consistent_read(&*source, &config, informer.decoder()).await
+                })
+            }));
         }
         informer
     }

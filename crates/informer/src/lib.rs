@@ -202,6 +202,7 @@
 //! assert_eq!(store.has_observed_resource_version("11"), Ok(true));
 //! ```
 
+mod consistent;
 mod controller_ref;
 mod decode;
 mod error;
@@ -221,6 +222,7 @@ mod scope;
 mod store;
 mod transform;
 
+pub use consistent::ConsistentRead;
 pub use controller_ref::{controller_ref, is_controlled_by, is_orphan};
 pub use decode::{ListPage, MaybeDecoded, UndecodableObject, decode_list, decode_watch_line};
 pub use error::InformerError;

@@ -34,6 +34,7 @@ use kube::core::{Request, Status, WatchEvent};
 use kube::runtime::watcher::{self, Event, InitialListStrategy, ListSemantic};
 use kube::{Api, Client, Resource};
 
+use crate::consistent::ConsistentRead;
 use crate::decode::{Decoder, ListPage as Page, MaybeDecoded};
 use crate::health::{DEFAULT_WATCH_TIMEOUT, WATCH_IDLE_MARGIN};
 
@@ -444,6 +445,36 @@ async fn next_line<K>(lines: &mut WatchLines<K>, timeout: Option<u32>) -> Line<K
     tokio::time::timeout(server_timeout + WATCH_IDLE_MARGIN, next)
         .await
         .unwrap_or(Line::IdleTimeout)
+}
+
+/// A consistent (quorum) list of `source` with `config`'s selectors, page
+/// by page, as a [`ConsistentRead`]: each object's UID and
+/// resourceVersion, at the first page's resourceVersion (continue tokens
+/// keep reading that snapshot).
+pub(crate) async fn consistent_read<K: Resource + 'static>(
+    source: &dyn ListWatch<K>,
+    config: &watcher::Config,
+    decoder: Decoder<K>,
+) -> Result<ConsistentRead, kube::Error> {
+    let mut params = list_params(config);
+    params.resource_version = None;
+    params.version_match = None;
+    let mut read = ConsistentRead::default();
+    let mut first = true;
+    loop {
+        let page = source.list(&params, decoder).await?;
+        if first {
+            read.resource_version = page.resource_version.clone().unwrap_or_default();
+            first = false;
+        }
+        for item in &page.items {
+            read.insert(item.metadata());
+        }
+        match page.continue_token {
+            Some(token) if !token.is_empty() => params.continue_token = Some(token),
+            _ => return Ok(read),
+        }
+    }
 }
 
 fn list_params(config: &watcher::Config) -> ListParams {

@@ -58,7 +58,6 @@ impl ShardMember {
     pub(crate) fn attach_controller<K: Watchable>(&self, controller: &Controller<K>) {
         let (store, queue) = (controller.store(), controller.queue().clone());
         let counted = controller.store();
-        let caches = controller.clone();
         self.attach(Attached {
             requeue: Box::new(move |slots| {
                 for owner in store.list() {
@@ -87,7 +86,7 @@ impl ShardMember {
                     })
                     .count()
             }),
-            caught_up: Box::new(move |rv| caches.caches_observed(rv)),
+            caches: controller.caches().to_vec(),
         });
     }
 

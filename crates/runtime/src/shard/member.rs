@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use ctrlkit_informer::{CompareError, DeletedObject, EventHandler, Informer, ObjectKey};
+use ctrlkit_informer::{DeletedObject, EventHandler, Informer, ObjectKey};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
@@ -22,6 +22,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::assign::assign;
+use super::catch_up::{Caches, CatchUp};
 use super::error::ShardError;
 use super::handover::{Handover, Inputs};
 use super::metrics::{HandoverLabels, MemberLabels, ShardMetrics};
@@ -216,23 +217,12 @@ impl State {
 }
 
 /// A controller attached to a member: how to queue its owners of newly
-/// gained slots, count the owners held, and tell whether its caches
-/// reflect a resourceVersion.
+/// gained slots, count the owners held, and the caches a gained slot
+/// waits for (see [`catch_up`](super::catch_up)).
 pub(crate) struct Attached {
     pub(crate) requeue: Box<dyn Fn(&SlotSet) + Send + Sync>,
     pub(crate) count: Box<dyn Fn(&SlotSet) -> usize + Send + Sync>,
-    pub(crate) caught_up: CaughtUpFn,
-}
-
-/// Whether a controller's caches reflect a resourceVersion.
-pub(crate) type CaughtUpFn = Box<dyn Fn(&str) -> Result<bool, CompareError> + Send + Sync>;
-
-/// Gained slots waiting for the attached caches to reflect `target`, the
-/// newest Lease version seen when the protocol let them start.
-struct CatchUp {
-    slots: SlotSet,
-    target: Option<String>,
-    deadline: Instant,
+    pub(crate) caches: Caches,
 }
 
 pub(crate) struct Inner {
@@ -578,11 +568,20 @@ impl ShardMember {
                 fenced,
             });
             if !changes.started.is_empty() {
-                catching_up.push(CatchUp {
-                    slots: changes.started,
-                    target: lease_rv,
-                    deadline: now + config.catch_up_timeout,
-                });
+                let caches = inner
+                    .attached
+                    .lock()
+                    .iter()
+                    .flat_map(|a| a.caches.iter().cloned())
+                    .collect();
+                let waker = Arc::clone(inner);
+                catching_up.push(CatchUp::start(
+                    changes.started,
+                    lease_rv,
+                    now + config.catch_up_timeout,
+                    caches,
+                    move || waker.wake.notify_one(),
+                ));
             }
             for c in catching_up.iter_mut() {
                 c.slots = c.slots.intersection(&handover.active);
@@ -658,22 +657,12 @@ impl ShardMember {
     fn caught_up(&self, catching_up: &mut Vec<CatchUp>, now: Instant) -> SlotSet {
         let inner = &self.inner;
         let config = &inner.config;
-        let attached = inner.attached.lock();
         let mut started = SlotSet::empty();
         catching_up.retain(|c| {
             let Some(target) = c.target.as_deref() else {
                 return start_now(&mut started, &c.slots);
             };
-            let mut ready = Ok(true);
-            for a in attached.iter() {
-                match (a.caught_up)(target) {
-                    Ok(true) => {}
-                    other => {
-                        ready = other;
-                        break;
-                    }
-                }
-            }
+            let ready = c.ready();
             match ready {
                 Ok(true) => start_now(&mut started, &c.slots),
                 Ok(false) if now < c.deadline => true,
@@ -885,57 +874,51 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn gained_slots_wait_for_the_caches_and_fail_open_after_the_timeout() {
-        use std::sync::atomic::AtomicBool;
+        use k8s_openapi::api::core::v1::Pod;
+        use kube::runtime::watcher::Event;
         let member = ShardMember::new(ShardConfig::new("ns", "ring", "a")).unwrap();
-        let cache_rv = Arc::new(Mutex::new("5".to_owned()));
-        let rv = Arc::clone(&cache_rv);
-        let asked = Arc::new(AtomicBool::new(false));
-        let was_asked = Arc::clone(&asked);
-        member.attach(Attached {
-            requeue: Box::new(|_| {}),
-            count: Box::new(|_| 0),
-            caught_up: Box::new(move |target| {
-                was_asked.store(true, Ordering::SeqCst);
-                ctrlkit_informer::compare_resource_versions(&rv.lock(), target)
-                    .map(std::cmp::Ordering::is_ge)
-            }),
-        });
+        let pods = Informer::<Pod>::manual().build();
+        let pod = |rv: &str| {
+            let mut p = Pod::default();
+            p.metadata.namespace = Some("ns".into());
+            p.metadata.name = Some("p".into());
+            p.metadata.resource_version = Some(rv.into());
+            p
+        };
+        pods.apply_event(Event::Init);
+        pods.apply_event(Event::InitApply(pod("5")));
+        pods.apply_event(Event::InitDone);
+        let caches: Caches = vec![Arc::new(pods.store())];
         let set = |t: &str| -> SlotSet { t.parse().unwrap() };
         let now = Instant::now();
         let deadline = now + Duration::from_secs(3);
+        let wait = |slots: &str, target: Option<&str>| {
+            CatchUp::start(
+                set(slots),
+                target.map(str::to_owned),
+                deadline,
+                caches.clone(),
+                || {},
+            )
+        };
         let mut waiting = vec![
-            CatchUp {
-                slots: set("0-9"),
-                target: Some("10".into()),
-                deadline,
-            },
-            CatchUp {
-                slots: set("20"),
-                target: None,
-                deadline,
-            },
-            CatchUp {
-                slots: set("30"),
-                target: Some("not-a-number".into()),
-                deadline,
-            },
+            wait("0-9", Some("10")),
+            wait("20", None),
+            wait("30", Some("not-a-number")),
         ];
         // No Lease version to wait for, or versions that cannot be
-        // ordered: start at once; the cache behind the ring: wait.
+        // ordered: start at once; the cache behind the ring (and no API to
+        // read it from): wait.
+        tokio::task::yield_now().await;
         assert_eq!(member.caught_up(&mut waiting, now), set("20,30"));
-        assert!(asked.load(Ordering::SeqCst));
         assert_eq!(waiting.len(), 1);
-        *cache_rv.lock() = "10".into();
+        pods.apply_event(Event::Apply(pod("10")));
         assert_eq!(member.caught_up(&mut waiting, now), set("0-9"));
         assert!(waiting.is_empty());
         assert_eq!(member.stats().catch_up_timeouts, 0);
 
         // A cache that never catches up: started at the deadline, counted.
-        waiting.push(CatchUp {
-            slots: set("40"),
-            target: Some("99".into()),
-            deadline,
-        });
+        waiting.push(wait("40", Some("99")));
         let later = now + Duration::from_secs(2);
         assert!(member.caught_up(&mut waiting, later).is_empty());
         assert_eq!(member.caught_up(&mut waiting, deadline), set("40"));

@@ -61,6 +61,7 @@
 //! ```
 
 mod assign;
+mod catch_up;
 mod error;
 mod gate;
 mod handover;
