@@ -18,6 +18,7 @@ use crate::index::{
 use crate::key::ObjectKey;
 use crate::orphan_label::{BY_ORPHAN_LABEL, is_orphan_with_labels, orphan_label_index_key};
 use crate::resource_version::{CompareError, ObservedVersion};
+use crate::shard_selector::ShardFilter;
 
 /// Where the informer is in its life, as seen by cache-sync waiters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +46,9 @@ struct Shared<K> {
     /// Lists the informer's resource consistently, when an API server is
     /// behind the store (set once, when the informer is built).
     reader: OnceLock<ReadFn>,
+    /// The informer's shard selector (KEP-5866) and whether its cache was
+    /// listed with the one wanted now.
+    shard: ShardFilter,
 }
 
 pub(crate) struct State<K> {
@@ -93,6 +97,7 @@ impl<K: Resource> Store<K> {
                 }),
                 sync,
                 reader: OnceLock::new(),
+                shard: ShardFilter::default(),
             }),
         }
     }
@@ -299,7 +304,14 @@ impl<K: Resource> Store<K> {
     /// either side is not an integer the answer is an error, and a caller
     /// should fail open as upstream does. `Ok(false)` before anything has been
     /// observed.
+    ///
+    /// `Ok(false)` while the informer relists for a new shard selector
+    /// ([`Informer::set_shard_selector`](crate::Informer::set_shard_selector)):
+    /// the cache still holds the old shard.
     pub fn has_observed_resource_version(&self, rv: &str) -> Result<bool, CompareError> {
+        if !self.shared.shard.is_current() {
+            return Ok(false);
+        }
         self.shared.state.read().observed.has_observed(rv)
     }
 
@@ -328,6 +340,9 @@ impl<K: Resource> Store<K> {
     /// # Errors
     /// [`CompareError`] when a resourceVersion is not an integer.
     pub fn reflects(&self, read: &ConsistentRead) -> Result<bool, CompareError> {
+        if !self.shared.shard.is_current() {
+            return Ok(false);
+        }
         let state = self.shared.state.read();
         if state.observed.has_observed(read.resource_version())? {
             return Ok(true);
@@ -344,6 +359,10 @@ impl<K: Resource> Store<K> {
                 meta.resource_version.as_deref().unwrap_or(""),
             )
         }))
+    }
+
+    pub(crate) fn shard(&self) -> &ShardFilter {
+        &self.shared.shard
     }
 
     pub(crate) fn set_reader(&self, reader: ReadFn) {
