@@ -19,9 +19,7 @@ use std::time::Duration;
 
 use ctrlkit_consistency::{ConsistencyStore, NotObservedYet};
 use ctrlkit_expectations::ControllerExpectations;
-use ctrlkit_informer::{
-    EventHandler, Informer, ObjectKey, SharedInformerFactory, Store,
-};
+use ctrlkit_informer::{EventHandler, Informer, ObjectKey, SharedInformerFactory, Store};
 use ctrlkit_worker::{Action, Stopped, SyncError, Workers};
 use ctrlkit_workqueue::WorkQueue;
 

@@ -12,6 +12,7 @@ use ctrlkit_worker::Action;
 use kube::Resource;
 
 use super::member::{Attached, ShardMember};
+use super::slots::SlotSet;
 use crate::controller::Admission;
 use crate::{Controller, ControllerBuilder, LOW_PRIORITY, Watchable};
 
@@ -87,7 +88,31 @@ impl ShardMember {
                     .count()
             }),
             caches: controller.caches().to_vec(),
+            select: self.selector_for(controller.informer().clone()),
         });
+    }
+
+    /// Sets the owner informer's KEP-5866 selector to the claimed slots
+    /// (when the member filters server side), once per change of claims.
+    fn selector_for<K: Watchable>(
+        &self,
+        informer: ctrlkit_informer::Informer<K>,
+    ) -> Box<dyn Fn(&SlotSet) + Send + Sync> {
+        if !self.config().filters_server_side() {
+            return Box::new(|_| {});
+        }
+        let applied = parking_lot::Mutex::new(SlotSet::empty());
+        let lease = self.lease_name().to_owned();
+        Box::new(move |claims| {
+            let mut last = applied.lock();
+            if *last == *claims {
+                return;
+            }
+            *last = *claims;
+            if informer.set_shard_selector(Some(claims.shard_selector())) {
+                tracing::debug!(member = %lease, resource = %informer.resource(), slots = %claims, "owner informer relists for the claimed slots (server-side filtering)");
+            }
+        })
     }
 
     /// Runs `reconcile(key, owner)` if this member holds the owner (by its

@@ -39,6 +39,7 @@ pub struct ShardConfig {
     renew_deadline: Duration,
     renew_period: Duration,
     catch_up_timeout: Duration,
+    server_side_filtering: bool,
     metrics: Option<ShardMetrics>,
 }
 
@@ -60,6 +61,7 @@ impl ShardConfig {
             renew_deadline: Duration::from_secs(10),
             renew_period: Duration::from_secs(2),
             catch_up_timeout: Duration::from_secs(3),
+            server_side_filtering: true,
             metrics: None,
         }
     }
@@ -102,6 +104,26 @@ impl ShardConfig {
     pub fn catch_up_timeout(mut self, d: Duration) -> Self {
         self.catch_up_timeout = d;
         self
+    }
+
+    /// Whether the owner informers of the sharded controllers list and
+    /// watch only the slots the member claims, with a KEP-5866
+    /// `shardSelector` (on by default). A server that ignores the
+    /// parameter is detected from its first list (no matching
+    /// `metadata.shardInfo`); the caches then hold every owner and the
+    /// client-side filter does the work, as it always does besides. A
+    /// change of claims restarts the owner informers with a fresh list.
+    ///
+    /// Turn it off when a sharded controller's owner informer is shared
+    /// with a controller that uses that kind as a child or watched kind
+    /// (a shared informer has one selector).
+    pub fn server_side_filtering(mut self, on: bool) -> Self {
+        self.server_side_filtering = on;
+        self
+    }
+
+    pub(crate) fn filters_server_side(&self) -> bool {
+        self.server_side_filtering
     }
 
     /// Records the member's metrics into `metrics`.
@@ -223,6 +245,9 @@ pub(crate) struct Attached {
     pub(crate) requeue: Box<dyn Fn(&SlotSet) + Send + Sync>,
     pub(crate) count: Box<dyn Fn(&SlotSet) -> usize + Send + Sync>,
     pub(crate) caches: Caches,
+    /// Narrows the owner informer to the claimed slots (server-side
+    /// filtering), before any of them starts.
+    pub(crate) select: Box<dyn Fn(&SlotSet) + Send + Sync>,
 }
 
 pub(crate) struct Inner {
@@ -310,6 +335,10 @@ impl ShardMember {
                 counters: Counters::default(),
             }),
         })
+    }
+
+    pub(crate) fn config(&self) -> &ShardConfig {
+        &self.inner.config
     }
 
     /// The member's Lease name (its name on the ring).
@@ -567,6 +596,12 @@ impl ShardMember {
                 in_flight: state.in_flight(),
                 fenced,
             });
+            if !handover.claims.is_empty() {
+                // Before the catch-up reads: they must list the new shard.
+                for a in inner.attached.lock().iter() {
+                    (a.select)(&handover.claims);
+                }
+            }
             if !changes.started.is_empty() {
                 let caches = inner
                     .attached
