@@ -113,7 +113,18 @@
 //! protection. They are numeric comparisons of opaque strings, valid for
 //! etcd-backed servers, and the value only advances when a watched object
 //! changes (and starts over when the server's versions went backwards);
-//! see their docs for the limits.
+//! see their docs for the limits. "Does the cache hold everything the
+//! server holds now?" is answered in a quiet cluster too by
+//! [`Store::consistent_read`] (a quorum list with the informer's
+//! selectors) and [`Store::reflects`] (object by object).
+//!
+//! # Server-side sharding
+//!
+//! [`Informer::set_shard_selector`] lists and watches only the objects a
+//! KEP-5866 `shardSelector` selects (Kubernetes 1.36 alpha), starting
+//! over with a fresh list when it changes;
+//! [`Informer::shard_selector_support`] tells whether the server applied
+//! it (it echoes it in `metadata.shardInfo.selector`) or ignored it.
 //!
 //! # Sharing
 //!

@@ -38,11 +38,14 @@ impl<K: Watchable> ControllerBuilder<'_, K> {
     ///   reconcile in flight for its slot, so the member acknowledges
     ///   giving a slot up only after its syncs finished;
     /// - a slot the member gains starts only once this controller's caches
-    ///   reflect the ring's newest Lease version (at most
+    ///   hold what a consistent read made after the ring's newest Lease
+    ///   version shows (at most
     ///   [`ShardConfig::catch_up_timeout`](super::ShardConfig::catch_up_timeout)),
     ///   so they show every child the previous holder created; then the
     ///   cached owners in it are queued (their events were dropped while
-    ///   another member held them).
+    ///   another member held them);
+    /// - with [server-side filtering](super::ShardConfig::server_side_filtering),
+    ///   the owner informer lists and watches only the claimed slots.
     ///
     /// A controller built on a [`Manager`](crate::Manager) started with
     /// `--shard-ring` is sharded with the manager's member without this

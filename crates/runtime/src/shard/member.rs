@@ -90,15 +90,16 @@ impl ShardConfig {
     /// How long a gained slot waits, at most, for the attached
     /// controllers' caches to catch up with the ring (3 s by default).
     ///
-    /// Before it syncs a slot it gained, a member waits until every cache
-    /// of every [sharded](crate::ControllerBuilder::shard) controller reflects the newest
-    /// Lease version it has seen, which is at or after the previous
-    /// holder's acknowledgement; the previous holder finished its syncs
-    /// before that write, so the caches then show every child it created
-    /// and the member does not create them again. A cache only moves on
-    /// when one of its objects changes, so in a quiet cluster the wait
-    /// ends at this timeout: the slot then starts anyway (*fails open*),
-    /// with a warning and `ctrlkit_shard_catch_up_timeouts_total`. It also
+    /// Before it syncs a slot it gained, a member reads the resource of
+    /// every cache of every [sharded](crate::ControllerBuilder::shard)
+    /// controller consistently, after the newest Lease version it has
+    /// seen (at or after the previous holder's acknowledgement; the
+    /// previous holder finished its syncs before that write), and waits
+    /// until each cache holds what its read shows, so it shows every child
+    /// the previous holder created and the member does not create them
+    /// again. In a quiet cluster that holds at once. Past this timeout the
+    /// slot starts anyway (*fails open*), with a warning and
+    /// `ctrlkit_shard_catch_up_timeouts_total`. It also
     /// starts at once, with a warning, when a resourceVersion is not an
     /// integer (they cannot be ordered). Zero starts gained slots at once.
     pub fn catch_up_timeout(mut self, d: Duration) -> Self {
