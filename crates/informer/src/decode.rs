@@ -10,7 +10,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 use kube::core::{Status, WatchEvent};
 use kube::runtime::watcher::Event;
@@ -159,6 +159,9 @@ pub struct ListPage<K> {
     pub continue_token: Option<String>,
     /// The objects, each decoded on its own.
     pub items: Vec<MaybeDecoded<K>>,
+    /// The shard selector the server says it applied
+    /// (`metadata.shardInfo.selector`, KEP-5866), if any.
+    pub shard_selector: Option<String>,
 }
 
 /// A list response body. (kube's `ObjectList` flattens its type fields,
@@ -167,9 +170,31 @@ pub struct ListPage<K> {
 #[serde(bound(deserialize = "T: Deserialize<'de>"))]
 struct ListBody<T> {
     #[serde(default)]
-    metadata: ListMeta,
+    metadata: ListBodyMeta,
     #[serde(default = "Vec::new", deserialize_with = "null_as_empty")]
     items: Vec<T>,
+}
+
+/// The list metadata the informer reads. Its own type: `shardInfo`
+/// (KEP-5866) is in k8s-openapi's `ListMeta` only for Kubernetes 1.36 and
+/// later.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct ListBodyMeta {
+    #[serde(default)]
+    resource_version: Option<String>,
+    #[serde(default, rename = "continue")]
+    continue_: Option<String>,
+    #[serde(default)]
+    shard_info: Option<ShardInfo>,
+}
+
+/// `metadata.shardInfo` of a list (KEP-5866): the selector the server
+/// applied, echoed back.
+#[derive(Deserialize)]
+struct ShardInfo {
+    #[serde(default)]
+    selector: Option<String>,
 }
 
 fn null_as_empty<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
@@ -220,6 +245,7 @@ where
         resource_version: metadata.resource_version.filter(|rv| !rv.is_empty()),
         continue_token: metadata.continue_.filter(|c| !c.is_empty()),
         items,
+        shard_selector: metadata.shard_info.and_then(|i| i.selector),
     })
 }
 

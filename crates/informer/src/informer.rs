@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 use hashbrown::HashMap;
-use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Resource};
 use parking_lot::{Mutex, RwLock};
@@ -24,7 +23,8 @@ use crate::handler::{EventHandler, HandlerId, Notification};
 use crate::health::{Health, InformerStats, Unhealthy};
 use crate::index::IndexFn;
 use crate::key::ObjectKey;
-use crate::list_watch::{ApiSource, ListWatch, Step, list_watch};
+use crate::list_watch::{ApiSource, ListWatch, Step, consistent_read, selected_list_watch};
+use crate::shard_selector::ShardSelectorSupport;
 use crate::store::Store;
 use crate::transform::Transform;
 
@@ -207,6 +207,23 @@ where
         };
         for h in self.handlers {
             informer.add_event_handler_arc(h);
+        }
+        if informer.inner.source.is_some() {
+            let weak = Arc::downgrade(&informer.inner);
+            informer.inner.store.set_reader(Arc::new(move || {
+                let inner = weak.upgrade();
+                Box::pin(async move {
+                    let Some(inner) = inner else {
+                        return Err(kube::Error::Service("the informer was dropped".into()));
+                    };
+                    let informer = Informer { inner };
+                    let Some((source, config)) = informer.inner.source.clone() else {
+                        return Err(kube::Error::Service("the informer has no API".into()));
+                    };
+                    let (_, shard) = informer.inner.store.shard().current();
+                    consistent_read(&*source, &config, shard.as_deref(), informer.decoder()).await
+                })
+            }));
         }
         informer
     }
@@ -591,7 +608,8 @@ where
         let (source, config) = self.inner.source.clone().ok_or(InformerError::NoSource)?;
         self.claim_start()?;
         let this = self.clone();
-        let stream = list_watch(source, config, self.decoder()).default_backoff();
+        let selector = self.inner.store.shard().subscribe();
+        let stream = selected_list_watch(source, config, self.decoder(), selector);
         Ok(tokio::spawn(
             async move { this.drive(stream, cancel).await },
         ))
@@ -609,7 +627,8 @@ where
     pub async fn run(&self, cancel: CancellationToken) -> Result<(), InformerError> {
         let (source, config) = self.inner.source.clone().ok_or(InformerError::NoSource)?;
         self.claim_start()?;
-        let stream = list_watch(source, config, self.decoder()).default_backoff();
+        let selector = self.inner.store.shard().subscribe();
+        let stream = selected_list_watch(source, config, self.decoder(), selector);
         self.drive(stream, cancel).await;
         Ok(())
     }
@@ -654,6 +673,35 @@ where
         Ok(())
     }
 
+    /// Lists and watches only the objects `selector` selects, a KEP-5866
+    /// `shardSelector` such as
+    /// `shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')`
+    /// (`None`: every object). A running informer starts over with a fresh
+    /// list: objects the new selector leaves out leave the cache as
+    /// deletes (tombstones), new ones arrive as adds; until that list is
+    /// complete the store reflects no resourceVersion
+    /// ([`Store::has_observed_resource_version`], [`Store::reflects`]).
+    ///
+    /// Returns whether anything changes: not for the same selector, nor
+    /// once a list showed that the server ignores the parameter (no
+    /// matching `metadata.shardInfo`, see
+    /// [`shard_selector_support`](Self::shard_selector_support)): its
+    /// cache holds every object anyway, so filter on the client too.
+    pub fn set_shard_selector(&self, selector: Option<String>) -> bool {
+        self.inner.store.shard().set(selector)
+    }
+
+    /// The shard selector the informer lists and watches with.
+    pub fn shard_selector(&self) -> Option<String> {
+        self.inner.store.shard().current().1
+    }
+
+    /// Whether the API server applied the shard selector of the last list
+    /// made with one.
+    pub fn shard_selector_support(&self) -> ShardSelectorSupport {
+        self.inner.store.shard().support()
+    }
+
     /// Whether the informer's watch has been started (by `start`, `run` or
     /// `run_stream`).
     pub fn is_started(&self) -> bool {
@@ -682,6 +730,15 @@ where
                         self.apply_maybe_decoded(event);
                     }
                     Some(Ok(Step::Alive)) => health.responded(),
+                    Some(Ok(Step::ListDone { generation })) => {
+                        health.responded();
+                        self.apply_maybe_decoded(Event::InitDone);
+                        self.inner.store.shard().listed(generation);
+                    }
+                    Some(Ok(Step::ShardAnswer { sent, echoed })) => {
+                        health.responded();
+                        self.inner.store.shard().observe(&sent, echoed.as_deref());
+                    }
                     Some(Ok(Step::VersionsReset)) => {
                         tracing::warn!(
                             resource = %self.inner.resource,

@@ -113,7 +113,18 @@
 //! protection. They are numeric comparisons of opaque strings, valid for
 //! etcd-backed servers, and the value only advances when a watched object
 //! changes (and starts over when the server's versions went backwards);
-//! see their docs for the limits.
+//! see their docs for the limits. "Does the cache hold everything the
+//! server holds now?" is answered in a quiet cluster too by
+//! [`Store::consistent_read`] (a quorum list with the informer's
+//! selectors) and [`Store::reflects`] (object by object).
+//!
+//! # Server-side sharding
+//!
+//! [`Informer::set_shard_selector`] lists and watches only the objects a
+//! KEP-5866 `shardSelector` selects (Kubernetes 1.36 alpha), starting
+//! over with a fresh list when it changes;
+//! [`Informer::shard_selector_support`] tells whether the server applied
+//! it (it echoes it in `metadata.shardInfo.selector`) or ignored it.
 //!
 //! # Sharing
 //!
@@ -202,6 +213,7 @@
 //! assert_eq!(store.has_observed_resource_version("11"), Ok(true));
 //! ```
 
+mod consistent;
 mod controller_ref;
 mod decode;
 mod error;
@@ -218,9 +230,11 @@ mod orphan_label;
 mod prometheus;
 mod resource_version;
 mod scope;
+mod shard_selector;
 mod store;
 mod transform;
 
+pub use consistent::ConsistentRead;
 pub use controller_ref::{controller_ref, is_controlled_by, is_orphan};
 pub use decode::{ListPage, MaybeDecoded, UndecodableObject, decode_list, decode_watch_line};
 pub use error::InformerError;
@@ -238,6 +252,7 @@ pub use orphan_label::{BY_ORPHAN_LABEL, index_orphans_by_label, orphan_label_ind
 pub use prometheus::{DECODE_ERRORS_METRIC, InformerCollector, SILENCE_METRIC};
 pub use resource_version::{CompareError, compare_resource_versions};
 pub use scope::ObjectScope;
+pub use shard_selector::ShardSelectorSupport;
 pub use store::Store;
 pub use transform::{Transform, drop_managed_fields};
 

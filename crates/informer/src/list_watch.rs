@@ -31,9 +31,11 @@ use http::HeaderValue;
 use http::header::ACCEPT_ENCODING;
 use kube::api::{ListParams, VersionMatch, WatchParams};
 use kube::core::{Request, Status, WatchEvent};
+use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event, InitialListStrategy, ListSemantic};
 use kube::{Api, Client, Resource};
 
+use crate::consistent::ConsistentRead;
 use crate::decode::{Decoder, ListPage as Page, MaybeDecoded};
 use crate::health::{DEFAULT_WATCH_TIMEOUT, WATCH_IDLE_MARGIN};
 
@@ -48,6 +50,23 @@ pub(crate) enum Step<K> {
     /// The server's resourceVersions went backwards: the list that follows
     /// starts a new version history.
     VersionsReset,
+    /// A complete list (after `Init` and its `InitApply`s: apply
+    /// `InitDone`), made with the shard selector of `generation`.
+    ListDone { generation: u64 },
+    /// The first page of a list made with shard selector `sent` came back
+    /// with `echoed` in its `metadata.shardInfo.selector`.
+    ShardAnswer {
+        sent: String,
+        echoed: Option<String>,
+    },
+}
+
+/// The shard selector (KEP-5866) a list/watch sends, with the generation
+/// of the informer's selector it belongs to.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ShardQuery {
+    pub(crate) generation: u64,
+    pub(crate) selector: Option<String>,
 }
 
 pub(crate) type WatchLines<K> =
@@ -59,14 +78,44 @@ pub(crate) trait ListWatch<K>: Send + Sync + 'static {
     fn list(
         &self,
         params: &ListParams,
+        shard: Option<&str>,
         decoder: Decoder<K>,
     ) -> BoxFuture<'static, Result<Page<K>, kube::Error>>;
     fn watch(
         &self,
         params: &WatchParams,
+        shard: Option<&str>,
         resource_version: &str,
         decoder: Decoder<K>,
     ) -> BoxFuture<'static, Result<WatchLines<K>, kube::Error>>;
+}
+
+/// Adds KEP-5866's `shardSelector` query parameter to a list or watch.
+fn with_shard<B>(
+    mut request: http::Request<B>,
+    shard: Option<&str>,
+) -> Result<http::Request<B>, kube::Error> {
+    let Some(selector) = shard else {
+        return Ok(request);
+    };
+    let uri = request.uri().to_string();
+    // Percent-encode everything but RFC 3986's unreserved characters.
+    let encoded: String = selector
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                char::from(b).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    let sep = if uri.contains('?') { '&' } else { '?' };
+    *request.uri_mut() = format!("{uri}{sep}shardSelector={encoded}")
+        .parse()
+        .map_err(|e: http::uri::InvalidUri| {
+            kube::Error::BuildRequest(kube::core::request::Error::BuildRequest(e.into()))
+        })?;
+    Ok(request)
 }
 
 /// The API server behind an [`Api`].
@@ -93,6 +142,7 @@ where
     fn list(
         &self,
         params: &ListParams,
+        shard: Option<&str>,
         decoder: Decoder<K>,
     ) -> BoxFuture<'static, Result<Page<K>, kube::Error>> {
         let request = match self.metadata_api {
@@ -100,8 +150,11 @@ where
             false => self.request.list(params),
         };
         let client = self.client.clone();
+        let request = request
+            .map_err(kube::Error::BuildRequest)
+            .and_then(|r| with_shard(r, shard));
         Box::pin(async move {
-            let mut request = request.map_err(kube::Error::BuildRequest)?;
+            let mut request = request?;
             request.extensions_mut().insert("list");
             let body = client.request_text(request).await?;
             (decoder.list)(&body).map_err(kube::Error::SerdeError)
@@ -111,6 +164,7 @@ where
     fn watch(
         &self,
         params: &WatchParams,
+        shard: Option<&str>,
         resource_version: &str,
         decoder: Decoder<K>,
     ) -> BoxFuture<'static, Result<WatchLines<K>, kube::Error>> {
@@ -119,8 +173,11 @@ where
             false => self.request.watch(params, resource_version),
         };
         let client = self.client.clone();
+        let request = request
+            .map_err(kube::Error::BuildRequest)
+            .and_then(|r| with_shard(r, shard));
         Box::pin(async move {
-            let mut request = request.map_err(kube::Error::BuildRequest)?;
+            let mut request = request?;
             request.extensions_mut().insert("watch");
             // As kube's own watch requests: its decompression layer cannot
             // read the multi-member gzip of newer servers' watch streams.
@@ -171,19 +228,78 @@ type Output<K> = Option<Result<Step<K>, watcher::Error>>;
 pub(crate) fn list_watch<K>(
     source: Arc<dyn ListWatch<K>>,
     config: watcher::Config,
+    shard: ShardQuery,
     decoder: Decoder<K>,
 ) -> impl Stream<Item = Result<Step<K>, watcher::Error>> + Send
 where
     K: Resource + Send + 'static,
 {
     futures::stream::unfold(
-        (source, config, State::Empty { reset: false }),
-        move |(source, config, mut state)| async move {
+        (source, config, shard, State::Empty { reset: false }),
+        move |(source, config, shard, mut state)| async move {
             loop {
-                let (output, next) = step(&*source, &config, decoder, state).await;
+                let (output, next) = step(&*source, &config, &shard, decoder, state).await;
                 state = next;
                 if let Some(output) = output {
-                    return Some((output, (source, config, state)));
+                    return Some((output, (source, config, shard, state)));
+                }
+            }
+        },
+    )
+}
+
+/// [`list_watch`] (with kube's default backoff between errors) with the
+/// shard selector `selector` holds, started over with a fresh list each
+/// time the selector changes.
+pub(crate) fn selected_list_watch<K>(
+    source: Arc<dyn ListWatch<K>>,
+    config: watcher::Config,
+    decoder: Decoder<K>,
+    selector: tokio::sync::watch::Receiver<(u64, Option<String>)>,
+) -> impl Stream<Item = Result<Step<K>, watcher::Error>> + Send
+where
+    K: Resource + Send + 'static,
+{
+    type Steps<K> = BoxStream<'static, Result<Step<K>, watcher::Error>>;
+    enum Next<K> {
+        Item(Option<Result<Step<K>, watcher::Error>>),
+        Changed,
+        Closed,
+    }
+    let start = Arc::new(move |shard: ShardQuery| -> Steps<K> {
+        list_watch(Arc::clone(&source), config.clone(), shard, decoder)
+            .default_backoff()
+            .boxed()
+    });
+    futures::stream::unfold(
+        (selector, None::<Steps<K>>, true),
+        move |(mut rx, mut current, mut open)| {
+            let start = Arc::clone(&start);
+            async move {
+                loop {
+                    let stream = match current.as_mut() {
+                        Some(stream) => stream,
+                        None => {
+                            let (generation, selector) = rx.borrow_and_update().clone();
+                            current.insert(start(ShardQuery {
+                                generation,
+                                selector,
+                            }))
+                        }
+                    };
+                    let next = tokio::select! {
+                        biased;
+                        changed = rx.changed(), if open => match changed {
+                            Ok(()) => Next::Changed,
+                            Err(_) => Next::Closed,
+                        },
+                        item = stream.next() => Next::Item(item),
+                    };
+                    match next {
+                        Next::Item(item) => return item.map(|i| (i, (rx, current, open))),
+                        Next::Changed => current = None,
+                        Next::Closed => open = false,
+                    }
                 }
             }
         },
@@ -194,6 +310,7 @@ where
 async fn step<K>(
     source: &dyn ListWatch<K>,
     config: &watcher::Config,
+    shard: &ShardQuery,
     decoder: Decoder<K>,
     state: State<K>,
 ) -> (Output<K>, State<K>)
@@ -215,7 +332,12 @@ where
             ),
             InitialListStrategy::StreamingList => {
                 match source
-                    .watch(&watch_params(config, true), "0", decoder)
+                    .watch(
+                        &watch_params(config, true),
+                        shard.selector.as_deref(),
+                        "0",
+                        decoder,
+                    )
                     .await
                 {
                     Ok(lines) => (
@@ -246,19 +368,29 @@ where
                 && let Some(resource_version) = resource_version
             {
                 return (
-                    Some(Ok(Step::Event(Event::InitDone))),
+                    Some(Ok(Step::ListDone {
+                        generation: shard.generation,
+                    })),
                     State::Listed { resource_version },
                 );
             }
             let mut params = list_params(config);
             params.continue_token = continue_token;
-            match source.list(&params, decoder).await {
+            let first = params.continue_token.is_none();
+            let selector = shard.selector.as_deref();
+            match source.list(&params, selector, decoder).await {
                 Ok(page) if page.resource_version.is_none() && page.continue_token.is_none() => (
                     Some(Err(watcher::Error::NoResourceVersion)),
                     State::Empty { reset: false },
                 ),
                 Ok(page) => (
-                    Some(Ok(Step::Alive)),
+                    Some(Ok(match selector.filter(|_| first) {
+                        Some(sent) => Step::ShardAnswer {
+                            sent: sent.to_owned(),
+                            echoed: page.shard_selector.clone(),
+                        },
+                        None => Step::Alive,
+                    })),
                     State::Listing {
                         continue_token: page.continue_token,
                         resource_version: page.resource_version.or(resource_version),
@@ -294,7 +426,10 @@ where
                         lines,
                         failed: false,
                     };
-                    (Some(Ok(Step::Event(Event::InitDone))), next)
+                    let done = Step::ListDone {
+                        generation: shard.generation,
+                    };
+                    (Some(Ok(done)), next)
                 } else {
                     (Some(Ok(Step::Alive)), State::InitialWatch { lines })
                 }
@@ -315,7 +450,12 @@ where
         },
         State::Listed { resource_version } => {
             match source
-                .watch(&watch_params(config, false), &resource_version, decoder)
+                .watch(
+                    &watch_params(config, false),
+                    shard.selector.as_deref(),
+                    &resource_version,
+                    decoder,
+                )
                 .await
             {
                 Ok(lines) => (
@@ -446,6 +586,37 @@ async fn next_line<K>(lines: &mut WatchLines<K>, timeout: Option<u32>) -> Line<K
         .unwrap_or(Line::IdleTimeout)
 }
 
+/// A consistent (quorum) list of `source` with `config`'s selectors, page
+/// by page, as a [`ConsistentRead`]: each object's UID and
+/// resourceVersion, at the first page's resourceVersion (continue tokens
+/// keep reading that snapshot).
+pub(crate) async fn consistent_read<K: Resource + 'static>(
+    source: &dyn ListWatch<K>,
+    config: &watcher::Config,
+    shard: Option<&str>,
+    decoder: Decoder<K>,
+) -> Result<ConsistentRead, kube::Error> {
+    let mut params = list_params(config);
+    params.resource_version = None;
+    params.version_match = None;
+    let mut read = ConsistentRead::default();
+    let mut first = true;
+    loop {
+        let page = source.list(&params, shard, decoder).await?;
+        if first {
+            read.resource_version = page.resource_version.clone().unwrap_or_default();
+            first = false;
+        }
+        for item in &page.items {
+            read.insert(item.metadata());
+        }
+        match page.continue_token {
+            Some(token) if !token.is_empty() => params.continue_token = Some(token),
+            _ => return Ok(read),
+        }
+    }
+}
+
 fn list_params(config: &watcher::Config) -> ListParams {
     let (resource_version, version_match) = match config.list_semantic {
         ListSemantic::Any => (Some("0".to_owned()), Some(VersionMatch::NotOlderThan)),
@@ -544,6 +715,7 @@ mod tests {
         fn list(
             &self,
             params: &ListParams,
+            _shard: Option<&str>,
             decoder: Decoder<ReplicaSet>,
         ) -> BoxFuture<'static, Result<Page<ReplicaSet>, kube::Error>> {
             self.calls.lock().push(format!(
@@ -565,6 +737,7 @@ mod tests {
         fn watch(
             &self,
             _params: &WatchParams,
+            _shard: Option<&str>,
             resource_version: &str,
             decoder: Decoder<ReplicaSet>,
         ) -> BoxFuture<'static, Result<WatchLines<ReplicaSet>, kube::Error>> {

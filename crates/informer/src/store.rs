@@ -2,13 +2,14 @@
 //! resourceVersion and the sync flag.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use hashbrown::HashMap;
 use kube::Resource;
 use parking_lot::RwLock;
 use tokio::sync::watch;
 
+use crate::consistent::{ConsistentRead, ReadFn};
 use crate::error::InformerError;
 use crate::handler::{DeletedFinalStateUnknown, DeletedObject, Notification};
 use crate::index::{
@@ -17,6 +18,7 @@ use crate::index::{
 use crate::key::ObjectKey;
 use crate::orphan_label::{BY_ORPHAN_LABEL, is_orphan_with_labels, orphan_label_index_key};
 use crate::resource_version::{CompareError, ObservedVersion};
+use crate::shard_selector::ShardFilter;
 
 /// Where the informer is in its life, as seen by cache-sync waiters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,6 +43,12 @@ pub struct Store<K> {
 struct Shared<K> {
     state: RwLock<State<K>>,
     sync: watch::Sender<SyncState>,
+    /// Lists the informer's resource consistently, when an API server is
+    /// behind the store (set once, when the informer is built).
+    reader: OnceLock<ReadFn>,
+    /// The informer's shard selector (KEP-5866) and whether its cache was
+    /// listed with the one wanted now.
+    shard: ShardFilter,
 }
 
 pub(crate) struct State<K> {
@@ -88,6 +96,8 @@ impl<K: Resource> Store<K> {
                     observed: ObservedVersion::default(),
                 }),
                 sync,
+                reader: OnceLock::new(),
+                shard: ShardFilter::default(),
             }),
         }
     }
@@ -294,8 +304,69 @@ impl<K: Resource> Store<K> {
     /// either side is not an integer the answer is an error, and a caller
     /// should fail open as upstream does. `Ok(false)` before anything has been
     /// observed.
+    ///
+    /// `Ok(false)` while the informer relists for a new shard selector
+    /// ([`Informer::set_shard_selector`](crate::Informer::set_shard_selector)):
+    /// the cache still holds the old shard.
     pub fn has_observed_resource_version(&self, rv: &str) -> Result<bool, CompareError> {
+        if !self.shared.shard.is_current() {
+            return Ok(false);
+        }
         self.shared.state.read().observed.has_observed(rv)
+    }
+
+    /// A consistent (quorum) list of the informer's resource, with its
+    /// selectors, to compare with the cache ([`reflects`](Self::reflects));
+    /// `Ok(None)` for a store with no API server behind it (an informer
+    /// built with [`Informer::manual`](crate::Informer::manual)).
+    ///
+    /// # Errors
+    /// The list request's error.
+    pub async fn consistent_read(&self) -> Result<Option<ConsistentRead>, kube::Error> {
+        let Some(read) = self.shared.reader.get().cloned() else {
+            return Ok(None);
+        };
+        read().await.map(Some)
+    }
+
+    /// Whether the cache reflects `read`: it has observed the read's
+    /// resourceVersion, or, object by object, it holds every listed object
+    /// at its listed version or newer and nothing the list no longer had
+    /// unless written since. Unlike
+    /// [`has_observed_resource_version`](Self::has_observed_resource_version),
+    /// this becomes true in a quiet cluster, where no event moves the
+    /// cache's version past the read's.
+    ///
+    /// # Errors
+    /// [`CompareError`] when a resourceVersion is not an integer.
+    pub fn reflects(&self, read: &ConsistentRead) -> Result<bool, CompareError> {
+        if !self.shared.shard.is_current() {
+            return Ok(false);
+        }
+        let state = self.shared.state.read();
+        if state.observed.has_observed(read.resource_version())? {
+            return Ok(true);
+        }
+        let cached = state.objects.values().flat_map(|names| names.values());
+        let keyed: Vec<(ObjectKey, &K)> = cached
+            .map(|o| (ObjectKey::from_object(o.as_ref()), o.as_ref()))
+            .collect();
+        read.reflected_by(keyed.iter().map(|(key, o)| {
+            let meta = o.meta();
+            (
+                key,
+                meta.uid.as_deref(),
+                meta.resource_version.as_deref().unwrap_or(""),
+            )
+        }))
+    }
+
+    pub(crate) fn shard(&self) -> &ShardFilter {
+        &self.shared.shard
+    }
+
+    pub(crate) fn set_reader(&self, reader: ReadFn) {
+        let _ = self.shared.reader.set(reader);
     }
 
     /// Whether the informer has completed its first full list. Stays true

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ctrlkit_expectations::ControllerExpectations;
-use ctrlkit_informer::{Informer, SharedInformerFactory, Store};
+use ctrlkit_informer::{Informer, ShardSelectorSupport, SharedInformerFactory, Store};
 use ctrlkit_runtime::child::{ChildControl, KubeChildControl, controller_ref_for};
 use ctrlkit_runtime::shard::{SLOTS, ShardConfig, ShardMember, SlotSet};
 use ctrlkit_runtime::{Action, Controller, ObjectKey, Owns, creation_id};
@@ -436,6 +436,26 @@ async fn a_gaining_member_with_a_lagging_child_watch_does_not_create_the_previou
     b.stop().await;
 }
 
+/// The UIDs in a member's owner cache, which must come from a filtered
+/// list (the server honoured its shard selector).
+fn owner_cache(m: &Member) -> Vec<String> {
+    let owners = m
+        .factory
+        .namespaced::<ConfigMap>(NS, watcher::Config::default());
+    assert_eq!(
+        owners.shard_selector_support(),
+        ShardSelectorSupport::Honoured,
+        "{}",
+        m.member.lease_name()
+    );
+    owners
+        .store()
+        .list()
+        .iter()
+        .filter_map(|o| o.metadata.uid.clone())
+        .collect()
+}
+
 /// The split target at a fifth of its scale: three members, 600
 /// owners of three pods each, created through `KubeChildControl`. Each
 /// member syncs about a third of the owners and exactly 1,800 pods are
@@ -511,6 +531,21 @@ async fn three_members_split_600_owners_and_take_over_a_killed_members_without_c
         );
     }
     assert_eq!(synced_by.values().sum::<usize>(), OWNERS);
+    // Server-side filtering: each member's owner cache holds only the
+    // owners of its slots (KEP-5866 shardSelector on its list and watch).
+    for (id, m) in members {
+        let cached = owner_cache(m);
+        assert!(
+            !cached.is_empty() && cached.len() < OWNERS / 2,
+            "{id}: {}",
+            cached.len()
+        );
+        let held = m.member.held_slots();
+        assert!(
+            cached.iter().all(|uid| held.contains_uid(uid)),
+            "{id} caches owners of other members"
+        );
+    }
 
     // Kill c while a stream of new owners arrives: c's owners, old and
     // new, are synced again by a and b once its Lease expires.
@@ -547,6 +582,11 @@ async fn three_members_split_600_owners_and_take_over_a_killed_members_without_c
     settle(&cluster).await;
     assert_eq!(owner_uids(&cluster).await.len(), OWNERS + 150 + 1);
     assert_exactly_three_each(&cluster, &shared).await;
+    // a and b relisted for c's slots: between them they cache every owner
+    // once, none twice.
+    let (in_a, in_b) = (owner_cache(&a), owner_cache(&b));
+    assert_eq!(in_a.len() + in_b.len(), OWNERS + 150 + 1);
+    assert!(in_a.iter().all(|uid| !in_b.contains(uid)));
 
     churning.cancel();
     churner.await.unwrap();

@@ -182,6 +182,7 @@ impl TestCluster {
             faults: faults.clone(),
             address: addr.to_string(),
             bookmark_interval: config.bookmark_interval,
+            sharded_list_and_watch: config.sharded_list_and_watch,
             decoders,
             authz,
         });

@@ -13,7 +13,7 @@ use crate::kubelet::KubeletConfig;
 /// `Default` gives: any free port on 127.0.0.1, a watch history of at most
 /// 10,000 events and 128 MiB, seed 0, no kubelet simulation, no faults, a
 /// bookmark every second on watches that allow bookmarks, the system
-/// clock, managedFields kept, RBAC not enforced.
+/// clock, managedFields kept, RBAC not enforced, `shardSelector` honoured.
 #[derive(Clone, Debug)]
 pub struct TestClusterConfig {
     /// TCP port on 127.0.0.1; `None` picks any free port.
@@ -53,6 +53,12 @@ pub struct TestClusterConfig {
     /// kubeconfig are `system:masters` either way; see
     /// [`TestCluster::client_for_service_account`](crate::TestCluster::client_for_service_account).
     pub rbac: bool,
+    /// Whether the `ShardedListAndWatch` feature gate (KEP-5866) is on:
+    /// lists and watches honour `shardSelector` and lists echo it in
+    /// `metadata.shardInfo.selector` (the default). Off, the parameter is
+    /// ignored as by a server that does not know it: every object is sent
+    /// and lists carry no `shardInfo`.
+    pub sharded_list_and_watch: bool,
 }
 
 impl Default for TestClusterConfig {
@@ -68,6 +74,7 @@ impl Default for TestClusterConfig {
             clock: Arc::new(SystemClock),
             managed_fields: true,
             rbac: false,
+            sharded_list_and_watch: true,
         }
     }
 }
@@ -124,6 +131,13 @@ impl TestClusterConfig {
     /// Enforce RBAC (`true`) or allow every request (`false`, the default).
     pub fn with_rbac(mut self, on: bool) -> Self {
         self.rbac = on;
+        self
+    }
+
+    /// Turns the `ShardedListAndWatch` feature gate on or off (see
+    /// [`sharded_list_and_watch`](Self::sharded_list_and_watch)).
+    pub fn with_sharded_list_and_watch(mut self, on: bool) -> Self {
+        self.sharded_list_and_watch = on;
         self
     }
 

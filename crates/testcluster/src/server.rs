@@ -143,6 +143,8 @@ pub(crate) struct Server {
     pub(crate) faults: Arc<FaultInjector>,
     pub(crate) address: String,
     pub(crate) bookmark_interval: Duration,
+    /// KEP-5866's feature gate: whether `shardSelector` is honoured.
+    pub(crate) sharded_list_and_watch: bool,
     pub(crate) stats: Arc<Counters>,
     /// Request body decoders beyond JSON and YAML.
     pub(crate) decoders: Decoders,
@@ -561,7 +563,7 @@ fn dispatch(
                 _ => Ok(stored_response(def, StatusCode::OK, &stored)),
             }
         }
-        "list" => list(api, target, params, headers),
+        "list" => list(api, target, params, headers, server.sharded_list_and_watch),
         "create" if target.sub == Some("binding") && def.id == PODS => {
             let body = parse_body(body)?;
             api.bind(ns, name, &body, ctx)?;
@@ -635,7 +637,7 @@ fn dispatch(
                 }
             }
             let rv = api.store.current_rv();
-            Ok(list_response(def, rv, &deleted, None))
+            Ok(list_response(def, rv, &deleted, None, None))
         }
         _ => Err(ApiError::new(405, "MethodNotAllowed", "unsupported verb")),
     }
@@ -734,6 +736,7 @@ fn list_response(
     rv: u64,
     items: &[Arc<Stored>],
     cont: Option<(String, usize)>,
+    shard_info: Option<&str>,
 ) -> Response<Body> {
     let size: usize = items.iter().map(|s| s.json.len() + 1).sum();
     let mut buf = BytesMut::with_capacity(size + 256);
@@ -746,6 +749,9 @@ fn list_response(
     if let Some((token, remaining)) = cont {
         meta["continue"] = json!(token);
         meta["remainingItemCount"] = json!(remaining);
+    }
+    if let Some(selector) = shard_info {
+        meta["shardInfo"] = json!({ "selector": selector });
     }
     buf.extend_from_slice(meta.to_string().as_bytes());
     buf.extend_from_slice(b",\"items\":[");
@@ -785,6 +791,7 @@ fn list(
     target: &Target<'_>,
     params: &Params,
     headers: &HeaderMap,
+    sharded: bool,
 ) -> Result<Response<Body>, ApiError> {
     let def = &target.def;
     let opts = ListOptions::parse(params, &def.label())?;
@@ -795,7 +802,7 @@ fn list(
             "specifying resource version is not allowed when using continue",
         ));
     }
-    let shard = ShardSelector::from_params(params)?;
+    let shard = ShardSelector::from_params(params, sharded)?;
     let start = match &opts.continue_token {
         Some(c) => Some(decode_continue(c)?),
         None => None,
@@ -836,7 +843,12 @@ fn list(
         }
         return Ok(table_response(&table, &table.table(def, meta, rows)));
     }
-    Ok(list_response(def, rv, &page, cont))
+    // KEP-5866: the applied selector is echoed, so the client knows.
+    let shard_info = params
+        .get("shardSelector")
+        .filter(|_| !shard.is_empty())
+        .map(String::as_str);
+    Ok(list_response(def, rv, &page, cont, shard_info))
 }
 
 /// The resourceVersion a list is served at, as kube-apiserver serves
@@ -893,7 +905,7 @@ fn watch_stream(
     let def = &target.def;
     let opts = ListOptions::parse(params, &def.label())?;
     let (labels, fields) = selectors(def, params)?;
-    let shard = ShardSelector::from_params(params)?;
+    let shard = ShardSelector::from_params(params, server.sharded_list_and_watch)?;
     let bookmarks = opts.allow_bookmarks;
     let start = match (opts.send_initial_events, opts.version) {
         (Some(true), at_least) | (None, at_least @ 0) => Start::Initial {

@@ -46,11 +46,16 @@ pub(crate) fn fnv1a_64(value: &str) -> u64 {
 }
 
 impl ShardSelector {
-    /// The request's `shardSelector` parameter, if any.
-    pub(crate) fn from_params(params: &HashMap<String, String>) -> Result<Self, ApiError> {
+    /// The request's `shardSelector` parameter, if any; ignored (select
+    /// everything) when the feature gate is off (`enabled` false), as by a
+    /// server that does not know the parameter.
+    pub(crate) fn from_params(
+        params: &HashMap<String, String>,
+        enabled: bool,
+    ) -> Result<Self, ApiError> {
         match params.get("shardSelector") {
-            Some(expr) => Self::parse(expr),
-            None => Ok(Self::default()),
+            Some(expr) if enabled => Self::parse(expr),
+            _ => Ok(Self::default()),
         }
     }
 

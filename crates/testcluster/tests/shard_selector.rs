@@ -8,6 +8,7 @@ mod common;
 use std::collections::BTreeSet;
 
 use common::*;
+use ctrlkit_testcluster::{TestCluster, TestClusterConfig};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kube::api::PostParams;
@@ -167,4 +168,43 @@ async fn a_bad_selector_is_a_400_saying_why() {
             err.message
         );
     }
+}
+
+/// KEP-5866: a list made with a selector carries it back in
+/// `metadata.shardInfo.selector`; with the feature gate off the parameter
+/// is ignored as by an older server: every object, no `shardInfo`.
+#[tokio::test]
+async fn lists_echo_the_selector_and_a_server_without_the_gate_ignores_it() {
+    let cluster = start().await;
+    let client = cluster.client();
+    create(&client, 0..10).await;
+    let base = "/api/v1/namespaces/default/configmaps";
+    let list: Value = serde_json::from_str(
+        &get(&client, &format!("{base}?shardSelector={}", encode(LOW)))
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(list["metadata"]["shardInfo"]["selector"], LOW);
+    let plain: Value = serde_json::from_str(&get(&client, base).await.unwrap()).unwrap();
+    assert!(plain["metadata"].get("shardInfo").is_none());
+
+    let old = TestCluster::start(TestClusterConfig::default().with_sharded_list_and_watch(false))
+        .await
+        .unwrap();
+    let client = old.client();
+    create(&client, 0..10).await;
+    let body = get(&client, &format!("{base}?shardSelector={}", encode(LOW)))
+        .await
+        .unwrap();
+    assert_eq!(items(&body).len(), 10, "ignored: every object");
+    let list: Value = serde_json::from_str(&body).unwrap();
+    assert!(list["metadata"].get("shardInfo").is_none());
+    // Not even parsed: an invalid selector is ignored too.
+    let bad = encode("shardRange(object.metadata.name, '0x0', '0x1')");
+    assert!(
+        get(&client, &format!("{base}?shardSelector={bad}"))
+            .await
+            .is_ok()
+    );
 }

@@ -39,6 +39,16 @@
 //! `CTRLKIT_BENCH_RS=3000 CTRLKIT_BENCH_REPLICAS=3 CTRLKIT_BENCH_MEMBERS=1,3
 //! cargo bench -p ctrlkit-replicaset --bench scale_out`.
 //!
+//! Server-side filtering (KEP-5866): the test cluster honours the
+//! `shardSelector` parameter, so each member's ReplicaSet informer lists
+//! and watches only its slots (pods are filtered on the client: the KEP
+//! hashes only `metadata.uid` and `metadata.namespace`, not an owner
+//! reference). `CTRLKIT_BENCH_SHARD_FILTER=server,client` runs each
+//! sharded entry once with the cluster's `ShardedListAndWatch` gate on
+//! (`server`, the default) and once with it off (`client`: the
+//! parameter is ignored, every member caches every ReplicaSet); the
+//! result line says which (`shard_filter`).
+//!
 //! `CTRLKIT_BENCH_CONTROLLER=<path>` runs another build of the controller
 //! binary (e.g. a copy built from an earlier commit) under the same driver,
 //! for before/after comparisons back to back.
@@ -357,6 +367,23 @@ fn main() {
             _ => panic!("CTRLKIT_BENCH_MEMBERS: {m:?} is not a positive member count"),
         })
         .collect();
+    let filters: Vec<bool> = std::env::var("CTRLKIT_BENCH_SHARD_FILTER")
+        .unwrap_or_else(|_| "server".into())
+        .split(',')
+        .map(|f| match f.trim() {
+            "server" => true,
+            "client" => false,
+            _ => panic!("CTRLKIT_BENCH_SHARD_FILTER: {f:?} is neither server nor client"),
+        })
+        .collect();
+    // One unsharded run per `1`; every filter mode per sharded entry.
+    let runs: Vec<(usize, bool)> = members
+        .iter()
+        .flat_map(|&m| match m {
+            1 => vec![(1, true)],
+            _ => filters.iter().map(|&f| (m, f)).collect(),
+        })
+        .collect();
     let timeout = Duration::from_secs(env_usize("CTRLKIT_BENCH_TIMEOUT_SECS", 1_800) as u64);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -364,8 +391,9 @@ fn main() {
         .build()
         .unwrap();
     runtime.block_on(async move {
-        for members in members {
-            tokio::time::timeout(timeout, run(rs_count, replicas, workers, members))
+        for (members, server_side) in runs {
+            let run = run(rs_count, replicas, workers, members, server_side);
+            tokio::time::timeout(timeout, run)
                 .await
                 .expect("scale-out did not converge within CTRLKIT_BENCH_TIMEOUT_SECS");
         }
@@ -394,7 +422,7 @@ async fn ring_settled(controllers: &[Controller]) {
     }
 }
 
-async fn run(rs_count: usize, replicas: usize, workers: usize, members: usize) {
+async fn run(rs_count: usize, replicas: usize, workers: usize, members: usize, server_side: bool) {
     let pods = rs_count * replicas;
     // 110 pods per node, as the kubelet's default maxPods, with 10% spare.
     let nodes = (pods * 11 / 10).div_ceil(110).max(1);
@@ -405,7 +433,8 @@ async fn run(rs_count: usize, replicas: usize, workers: usize, members: usize) {
     let cluster = TestCluster::start(
         TestClusterConfig::default()
             .with_kubelet(kubelet)
-            .with_watch_history(200_000),
+            .with_watch_history(200_000)
+            .with_sharded_list_and_watch(server_side),
     )
     .await
     .unwrap();
@@ -534,6 +563,11 @@ async fn run(rs_count: usize, replicas: usize, workers: usize, members: usize) {
     let result = json!({
         "bench": "scale_out",
         "members": members,
+        "shard_filter": match (members > 1, server_side) {
+            (false, _) => "none",
+            (true, true) => "server",
+            (true, false) => "client",
+        },
         "per_member": per_member,
         "replica_sets": rs_count,
         "replicas": replicas,

@@ -174,6 +174,17 @@ async fn sharded_replicas_split_the_work_take_over_a_killed_ones_and_share_with_
         "new member holds its share {:?} after it started",
         joined.elapsed()
     );
+    // Its caches already held what a consistent read showed: the gained
+    // slots started without waiting out the catch-up timeout (3 s, three
+    // renew periods), as they did when only the caches' resourceVersions
+    // were compared with the Leases'.
+    for m in [&b, &c, &d] {
+        assert_eq!(
+            metric(m, "ctrlkit_shard_catch_up_timeouts_total").await,
+            0.0,
+            "a gained slot waited out the catch-up timeout"
+        );
+    }
     let d_slots = claims(&leases).await["d"];
     // Its owners get their work done by it.
     let d_owners: Vec<&(String, String)> = uids

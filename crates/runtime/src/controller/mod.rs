@@ -19,9 +19,7 @@ use std::time::Duration;
 
 use ctrlkit_consistency::{ConsistencyStore, NotObservedYet};
 use ctrlkit_expectations::ControllerExpectations;
-use ctrlkit_informer::{
-    CompareError, EventHandler, Informer, ObjectKey, SharedInformerFactory, Store,
-};
+use ctrlkit_informer::{EventHandler, Informer, ObjectKey, SharedInformerFactory, Store};
 use ctrlkit_worker::{Action, Stopped, SyncError, Workers};
 use ctrlkit_workqueue::WorkQueue;
 
@@ -33,7 +31,7 @@ pub use handlers::creation_id;
 pub use metrics::ControllerMetrics;
 pub use sources::Watchable;
 
-use sources::Synced;
+pub(crate) use sources::Synced;
 
 /// How soon a reconcile skipped because a cache has not shown the
 /// controller's own write yet is retried at the latest; the informer event
@@ -271,17 +269,10 @@ impl<K: Watchable> Controller<K> {
         self.synced.iter().all(|s| s.has_synced())
     }
 
-    /// Whether every cache of the controller (owner, owned and watched
-    /// kinds) reflects resourceVersion `rv` or newer (see
-    /// [`Store::has_observed_resource_version`]); a sharded member waits
-    /// for this before it syncs a slot it gained.
-    pub(crate) fn caches_observed(&self, rv: &str) -> Result<bool, CompareError> {
-        for cache in self.synced.iter() {
-            if !cache.has_observed_resource_version(rv)? {
-                return Ok(false);
-            }
-        }
-        Ok(true)
+    /// Every cache of the controller (owner, owned and watched kinds), for
+    /// a sharded member's catch-up check.
+    pub(crate) fn caches(&self) -> Arc<[Arc<dyn Synced>]> {
+        Arc::clone(&self.synced)
     }
 
     /// Waits until every informer of the controller has completed its

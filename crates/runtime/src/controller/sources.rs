@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use ctrlkit_consistency::{ConsistencyStoreBuilder, GroupResource};
 use ctrlkit_informer::{
-    BY_CONTROLLER_UID, CompareError, EventHandler, IndexFn, Informer, InformerError, ObjectScope,
-    SharedInformerFactory, Store, Transform, index_by_controller_uid,
+    BY_CONTROLLER_UID, CompareError, ConsistentRead, EventHandler, IndexFn, Informer,
+    InformerError, ObjectScope, SharedInformerFactory, Store, Transform, index_by_controller_uid,
 };
 use futures::future::BoxFuture;
 use kube::Resource;
@@ -150,6 +150,10 @@ pub(crate) trait Synced: Send + Sync {
     fn has_synced(&self) -> bool;
     fn wait(&self) -> BoxFuture<'static, Result<(), InformerError>>;
     fn has_observed_resource_version(&self, rv: &str) -> Result<bool, CompareError>;
+    /// A consistent list of the cache's resource (`None`: no API behind it).
+    fn consistent_read(&self) -> BoxFuture<'static, Result<Option<ConsistentRead>, kube::Error>>;
+    /// Whether the cache reflects a consistent read.
+    fn reflects(&self, read: &ConsistentRead) -> Result<bool, CompareError>;
 }
 
 impl<T: Resource + Send + Sync + 'static> Synced for Store<T> {
@@ -164,6 +168,15 @@ impl<T: Resource + Send + Sync + 'static> Synced for Store<T> {
 
     fn has_observed_resource_version(&self, rv: &str) -> Result<bool, CompareError> {
         Store::has_observed_resource_version(self, rv)
+    }
+
+    fn consistent_read(&self) -> BoxFuture<'static, Result<Option<ConsistentRead>, kube::Error>> {
+        let store = self.clone();
+        Box::pin(async move { store.consistent_read().await })
+    }
+
+    fn reflects(&self, read: &ConsistentRead) -> Result<bool, CompareError> {
+        Store::reflects(self, read)
     }
 }
 

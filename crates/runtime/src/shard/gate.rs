@@ -12,6 +12,7 @@ use ctrlkit_worker::Action;
 use kube::Resource;
 
 use super::member::{Attached, ShardMember};
+use super::slots::SlotSet;
 use crate::controller::Admission;
 use crate::{Controller, ControllerBuilder, LOW_PRIORITY, Watchable};
 
@@ -37,11 +38,14 @@ impl<K: Watchable> ControllerBuilder<'_, K> {
     ///   reconcile in flight for its slot, so the member acknowledges
     ///   giving a slot up only after its syncs finished;
     /// - a slot the member gains starts only once this controller's caches
-    ///   reflect the ring's newest Lease version (at most
+    ///   hold what a consistent read made after the ring's newest Lease
+    ///   version shows (at most
     ///   [`ShardConfig::catch_up_timeout`](super::ShardConfig::catch_up_timeout)),
     ///   so they show every child the previous holder created; then the
     ///   cached owners in it are queued (their events were dropped while
-    ///   another member held them).
+    ///   another member held them);
+    /// - with [server-side filtering](super::ShardConfig::server_side_filtering),
+    ///   the owner informer lists and watches only the claimed slots.
     ///
     /// A controller built on a [`Manager`](crate::Manager) started with
     /// `--shard-ring` is sharded with the manager's member without this
@@ -58,7 +62,6 @@ impl ShardMember {
     pub(crate) fn attach_controller<K: Watchable>(&self, controller: &Controller<K>) {
         let (store, queue) = (controller.store(), controller.queue().clone());
         let counted = controller.store();
-        let caches = controller.clone();
         self.attach(Attached {
             requeue: Box::new(move |slots| {
                 for owner in store.list() {
@@ -87,8 +90,32 @@ impl ShardMember {
                     })
                     .count()
             }),
-            caught_up: Box::new(move |rv| caches.caches_observed(rv)),
+            caches: controller.caches().to_vec(),
+            select: self.selector_for(controller.informer().clone()),
         });
+    }
+
+    /// Sets the owner informer's KEP-5866 selector to the claimed slots
+    /// (when the member filters server side), once per change of claims.
+    fn selector_for<K: Watchable>(
+        &self,
+        informer: ctrlkit_informer::Informer<K>,
+    ) -> Box<dyn Fn(&SlotSet) + Send + Sync> {
+        if !self.config().filters_server_side() {
+            return Box::new(|_| {});
+        }
+        let applied = parking_lot::Mutex::new(SlotSet::empty());
+        let lease = self.lease_name().to_owned();
+        Box::new(move |claims| {
+            let mut last = applied.lock();
+            if *last == *claims {
+                return;
+            }
+            *last = *claims;
+            if informer.set_shard_selector(Some(claims.shard_selector())) {
+                tracing::debug!(member = %lease, resource = %informer.resource(), slots = %claims, "owner informer relists for the claimed slots (server-side filtering)");
+            }
+        })
     }
 
     /// Runs `reconcile(key, owner)` if this member holds the owner (by its

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use ctrlkit_informer::{CompareError, DeletedObject, EventHandler, Informer, ObjectKey};
+use ctrlkit_informer::{DeletedObject, EventHandler, Informer, ObjectKey};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
@@ -22,6 +22,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::assign::assign;
+use super::catch_up::{Caches, CatchUp};
 use super::error::ShardError;
 use super::handover::{Handover, Inputs};
 use super::metrics::{HandoverLabels, MemberLabels, ShardMetrics};
@@ -38,6 +39,7 @@ pub struct ShardConfig {
     renew_deadline: Duration,
     renew_period: Duration,
     catch_up_timeout: Duration,
+    server_side_filtering: bool,
     metrics: Option<ShardMetrics>,
 }
 
@@ -59,6 +61,7 @@ impl ShardConfig {
             renew_deadline: Duration::from_secs(10),
             renew_period: Duration::from_secs(2),
             catch_up_timeout: Duration::from_secs(3),
+            server_side_filtering: true,
             metrics: None,
         }
     }
@@ -87,20 +90,41 @@ impl ShardConfig {
     /// How long a gained slot waits, at most, for the attached
     /// controllers' caches to catch up with the ring (3 s by default).
     ///
-    /// Before it syncs a slot it gained, a member waits until every cache
-    /// of every [sharded](crate::ControllerBuilder::shard) controller reflects the newest
-    /// Lease version it has seen, which is at or after the previous
-    /// holder's acknowledgement; the previous holder finished its syncs
-    /// before that write, so the caches then show every child it created
-    /// and the member does not create them again. A cache only moves on
-    /// when one of its objects changes, so in a quiet cluster the wait
-    /// ends at this timeout: the slot then starts anyway (*fails open*),
-    /// with a warning and `ctrlkit_shard_catch_up_timeouts_total`. It also
+    /// Before it syncs a slot it gained, a member reads the resource of
+    /// every cache of every [sharded](crate::ControllerBuilder::shard)
+    /// controller consistently, after the newest Lease version it has
+    /// seen (at or after the previous holder's acknowledgement; the
+    /// previous holder finished its syncs before that write), and waits
+    /// until each cache holds what its read shows, so it shows every child
+    /// the previous holder created and the member does not create them
+    /// again. In a quiet cluster that holds at once. Past this timeout the
+    /// slot starts anyway (*fails open*), with a warning and
+    /// `ctrlkit_shard_catch_up_timeouts_total`. It also
     /// starts at once, with a warning, when a resourceVersion is not an
     /// integer (they cannot be ordered). Zero starts gained slots at once.
     pub fn catch_up_timeout(mut self, d: Duration) -> Self {
         self.catch_up_timeout = d;
         self
+    }
+
+    /// Whether the owner informers of the sharded controllers list and
+    /// watch only the slots the member claims, with a KEP-5866
+    /// `shardSelector` (on by default). A server that ignores the
+    /// parameter is detected from its first list (no matching
+    /// `metadata.shardInfo`); the caches then hold every owner and the
+    /// client-side filter does the work, as it always does besides. A
+    /// change of claims restarts the owner informers with a fresh list.
+    ///
+    /// Turn it off when a sharded controller's owner informer is shared
+    /// with a controller that uses that kind as a child or watched kind
+    /// (a shared informer has one selector).
+    pub fn server_side_filtering(mut self, on: bool) -> Self {
+        self.server_side_filtering = on;
+        self
+    }
+
+    pub(crate) fn filters_server_side(&self) -> bool {
+        self.server_side_filtering
     }
 
     /// Records the member's metrics into `metrics`.
@@ -216,23 +240,15 @@ impl State {
 }
 
 /// A controller attached to a member: how to queue its owners of newly
-/// gained slots, count the owners held, and tell whether its caches
-/// reflect a resourceVersion.
+/// gained slots, count the owners held, and the caches a gained slot
+/// waits for (see [`catch_up`](super::catch_up)).
 pub(crate) struct Attached {
     pub(crate) requeue: Box<dyn Fn(&SlotSet) + Send + Sync>,
     pub(crate) count: Box<dyn Fn(&SlotSet) -> usize + Send + Sync>,
-    pub(crate) caught_up: CaughtUpFn,
-}
-
-/// Whether a controller's caches reflect a resourceVersion.
-pub(crate) type CaughtUpFn = Box<dyn Fn(&str) -> Result<bool, CompareError> + Send + Sync>;
-
-/// Gained slots waiting for the attached caches to reflect `target`, the
-/// newest Lease version seen when the protocol let them start.
-struct CatchUp {
-    slots: SlotSet,
-    target: Option<String>,
-    deadline: Instant,
+    pub(crate) caches: Caches,
+    /// Narrows the owner informer to the claimed slots (server-side
+    /// filtering), before any of them starts.
+    pub(crate) select: Box<dyn Fn(&SlotSet) + Send + Sync>,
 }
 
 pub(crate) struct Inner {
@@ -320,6 +336,10 @@ impl ShardMember {
                 counters: Counters::default(),
             }),
         })
+    }
+
+    pub(crate) fn config(&self) -> &ShardConfig {
+        &self.inner.config
     }
 
     /// The member's Lease name (its name on the ring).
@@ -577,12 +597,27 @@ impl ShardMember {
                 in_flight: state.in_flight(),
                 fenced,
             });
+            if !handover.claims.is_empty() {
+                // Before the catch-up reads: they must list the new shard.
+                for a in inner.attached.lock().iter() {
+                    (a.select)(&handover.claims);
+                }
+            }
             if !changes.started.is_empty() {
-                catching_up.push(CatchUp {
-                    slots: changes.started,
-                    target: lease_rv,
-                    deadline: now + config.catch_up_timeout,
-                });
+                let caches = inner
+                    .attached
+                    .lock()
+                    .iter()
+                    .flat_map(|a| a.caches.iter().cloned())
+                    .collect();
+                let waker = Arc::clone(inner);
+                catching_up.push(CatchUp::start(
+                    changes.started,
+                    lease_rv,
+                    now + config.catch_up_timeout,
+                    caches,
+                    move || waker.wake.notify_one(),
+                ));
             }
             for c in catching_up.iter_mut() {
                 c.slots = c.slots.intersection(&handover.active);
@@ -658,22 +693,12 @@ impl ShardMember {
     fn caught_up(&self, catching_up: &mut Vec<CatchUp>, now: Instant) -> SlotSet {
         let inner = &self.inner;
         let config = &inner.config;
-        let attached = inner.attached.lock();
         let mut started = SlotSet::empty();
         catching_up.retain(|c| {
             let Some(target) = c.target.as_deref() else {
                 return start_now(&mut started, &c.slots);
             };
-            let mut ready = Ok(true);
-            for a in attached.iter() {
-                match (a.caught_up)(target) {
-                    Ok(true) => {}
-                    other => {
-                        ready = other;
-                        break;
-                    }
-                }
-            }
+            let ready = c.ready();
             match ready {
                 Ok(true) => start_now(&mut started, &c.slots),
                 Ok(false) if now < c.deadline => true,
@@ -885,57 +910,51 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn gained_slots_wait_for_the_caches_and_fail_open_after_the_timeout() {
-        use std::sync::atomic::AtomicBool;
+        use k8s_openapi::api::core::v1::Pod;
+        use kube::runtime::watcher::Event;
         let member = ShardMember::new(ShardConfig::new("ns", "ring", "a")).unwrap();
-        let cache_rv = Arc::new(Mutex::new("5".to_owned()));
-        let rv = Arc::clone(&cache_rv);
-        let asked = Arc::new(AtomicBool::new(false));
-        let was_asked = Arc::clone(&asked);
-        member.attach(Attached {
-            requeue: Box::new(|_| {}),
-            count: Box::new(|_| 0),
-            caught_up: Box::new(move |target| {
-                was_asked.store(true, Ordering::SeqCst);
-                ctrlkit_informer::compare_resource_versions(&rv.lock(), target)
-                    .map(std::cmp::Ordering::is_ge)
-            }),
-        });
+        let pods = Informer::<Pod>::manual().build();
+        let pod = |rv: &str| {
+            let mut p = Pod::default();
+            p.metadata.namespace = Some("ns".into());
+            p.metadata.name = Some("p".into());
+            p.metadata.resource_version = Some(rv.into());
+            p
+        };
+        pods.apply_event(Event::Init);
+        pods.apply_event(Event::InitApply(pod("5")));
+        pods.apply_event(Event::InitDone);
+        let caches: Caches = vec![Arc::new(pods.store())];
         let set = |t: &str| -> SlotSet { t.parse().unwrap() };
         let now = Instant::now();
         let deadline = now + Duration::from_secs(3);
+        let wait = |slots: &str, target: Option<&str>| {
+            CatchUp::start(
+                set(slots),
+                target.map(str::to_owned),
+                deadline,
+                caches.clone(),
+                || {},
+            )
+        };
         let mut waiting = vec![
-            CatchUp {
-                slots: set("0-9"),
-                target: Some("10".into()),
-                deadline,
-            },
-            CatchUp {
-                slots: set("20"),
-                target: None,
-                deadline,
-            },
-            CatchUp {
-                slots: set("30"),
-                target: Some("not-a-number".into()),
-                deadline,
-            },
+            wait("0-9", Some("10")),
+            wait("20", None),
+            wait("30", Some("not-a-number")),
         ];
         // No Lease version to wait for, or versions that cannot be
-        // ordered: start at once; the cache behind the ring: wait.
+        // ordered: start at once; the cache behind the ring (and no API to
+        // read it from): wait.
+        tokio::task::yield_now().await;
         assert_eq!(member.caught_up(&mut waiting, now), set("20,30"));
-        assert!(asked.load(Ordering::SeqCst));
         assert_eq!(waiting.len(), 1);
-        *cache_rv.lock() = "10".into();
+        pods.apply_event(Event::Apply(pod("10")));
         assert_eq!(member.caught_up(&mut waiting, now), set("0-9"));
         assert!(waiting.is_empty());
         assert_eq!(member.stats().catch_up_timeouts, 0);
 
         // A cache that never catches up: started at the deadline, counted.
-        waiting.push(CatchUp {
-            slots: set("40"),
-            target: Some("99".into()),
-            deadline,
-        });
+        waiting.push(wait("40", Some("99")));
         let later = now + Duration::from_secs(2);
         assert!(member.caught_up(&mut waiting, later).is_empty());
         assert_eq!(member.caught_up(&mut waiting, deadline), set("40"));

@@ -20,15 +20,19 @@
 //!   its own latest claim and no other live Lease claims the slot, and it
 //!   unclaims a slot it lost only after the syncs in flight for it
 //!   finished. No owner is synced by two members at once. Before its
-//!   first sync of a gained slot, it waits until its controllers' caches
-//!   reflect the newest Lease version it has seen (at or after the
-//!   previous holder's acknowledgement), so they show the children the
-//!   previous holder created; bounded by
+//!   first sync of a gained slot, it reads each of its controllers'
+//!   resources consistently (after the newest Lease version it has seen,
+//!   at or after the previous holder's acknowledgement) and waits until
+//!   the caches hold what those reads show, so they show the children
+//!   the previous holder created: at once in a quiet cluster; bounded by
 //!   [`ShardConfig::catch_up_timeout`], after which it fails open.
 //! - **Filtering.** [`ControllerBuilder::shard`](crate::ControllerBuilder::shard)
 //!   drops other members' keys before the queue, and
 //!   [`Controller::run`](crate::Controller::run) then reconciles only
-//!   owners the member holds. Metrics: [`ShardMetrics`].
+//!   owners the member holds. The owner informers list and watch only the
+//!   claimed slots with a KEP-5866 `shardSelector` when the API server
+//!   honours it ([`ShardConfig::server_side_filtering`]); children are
+//!   filtered on the client. Metrics: [`ShardMetrics`].
 //! - **In a manager.** `--shard-ring NAME` on a
 //!   [`Manager`](crate::Manager) runs a member and shards every controller
 //!   built on its factory, with no code of the binary's own
@@ -61,6 +65,7 @@
 //! ```
 
 mod assign;
+mod catch_up;
 mod error;
 mod gate;
 mod handover;
