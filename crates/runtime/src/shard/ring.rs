@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::jiff::Timestamp;
 use tokio::time::Instant;
 
 use super::slots::{SlotSet, fnv1a_64};
@@ -90,6 +91,90 @@ impl Claims {
             Err(e) => Claims::Invalid(e.to_string()),
         }
     }
+}
+
+/// Something wrong with a ring Lease, as a member observed it: logged as a
+/// warning and counted in `ctrlkit_shard_lease_anomalies_total{reason}`.
+/// None of them can make two members sync one owner at once (see
+/// `docs/sharding.md`, "Bad input"); they say that someone or something
+/// other than the ring's members is writing its Leases, or that clocks
+/// disagree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Anomaly {
+    /// The claims are missing, unreadable or fail their check (a hand
+    /// edit): the Lease counts as claiming every slot while it is live.
+    InvalidClaims,
+    /// `holderIdentity` is not the identity the Lease's name says
+    /// (`<ring>-<identity>`): edited by hand, or written by something else.
+    HolderMismatch,
+    /// `renewTime` is further from this member's wall clock than one lease
+    /// duration: clock skew between nodes, or a hand edit. Harmless, as
+    /// expiry is judged on the observer's own clock, never from it.
+    ClockSkew,
+    /// The member's own Lease was written by someone else (a version newer
+    /// than the member's last write): the member stops the slots it no
+    /// longer shows claimed and rewrites it.
+    OwnLeaseEdited,
+    /// The member's own Lease was deleted or lost its ring label while the
+    /// member was live: the member re-creates it at its next renewal.
+    OwnLeaseRemoved,
+}
+
+impl Anomaly {
+    /// The `reason` label.
+    pub(crate) fn reason(self) -> &'static str {
+        match self {
+            Anomaly::InvalidClaims => "invalid_claims",
+            Anomaly::HolderMismatch => "holder_mismatch",
+            Anomaly::ClockSkew => "clock_skew",
+            Anomaly::OwnLeaseEdited => "own_lease_edited",
+            Anomaly::OwnLeaseRemoved => "own_lease_removed",
+        }
+    }
+}
+
+/// What looks wrong on `lease` of ring `ring`, seen at wall-clock time
+/// `now`: invalid claims, a holder that does not match the name, a
+/// `renewTime` more than `skew_limit` away from `now`. Each with a
+/// sentence for the log.
+pub(crate) fn inspect(
+    lease: &Lease,
+    ring: &str,
+    skew_limit: Duration,
+    now: Timestamp,
+) -> Vec<(Anomaly, String)> {
+    let mut found = Vec::new();
+    if let Claims::Invalid(why) = Claims::of(lease) {
+        found.push((
+            Anomaly::InvalidClaims,
+            format!("{why}: counting it as claiming every slot until it expires"),
+        ));
+    }
+    let name = lease.metadata.name.as_deref().unwrap_or_default();
+    let spec = lease.spec.as_ref();
+    let holder = spec.and_then(|s| s.holder_identity.as_deref());
+    if holder.is_none_or(|h| format!("{ring}-{h}") != name) {
+        found.push((
+            Anomaly::HolderMismatch,
+            format!("holderIdentity {holder:?} does not match the Lease name {name:?}"),
+        ));
+    }
+    if let Some(renewed) = spec.and_then(|s| s.renew_time.as_ref()) {
+        let off = now.duration_since(renewed.0);
+        let off = Duration::try_from(off.abs()).unwrap_or(Duration::MAX);
+        if off > skew_limit {
+            let side = if renewed.0 > now { "ahead of" } else { "behind" };
+            found.push((
+                Anomaly::ClockSkew,
+                format!(
+                    "renewTime {} is {off:?} {side} this member's clock (clock skew, or a hand edit); \
+                     ignored: expiry is measured on this member's own clock",
+                    renewed.0
+                ),
+            ));
+        }
+    }
+    found
 }
 
 /// One member Lease, as last observed.
@@ -287,6 +372,43 @@ mod tests {
         let mut bare = good;
         bare.metadata.annotations = None;
         assert_eq!(Claims::of(&bare).effective(), SlotSet::full());
+    }
+
+    #[test]
+    fn hand_edits_and_skewed_clocks_are_named() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+        let now: Timestamp = "2026-11-26T01:00:00Z".parse().unwrap();
+        let limit = Duration::from_secs(10);
+        let mut good = lease("r-a", "1", &"0-9".parse().unwrap(), false);
+        let spec = good.spec.as_mut().unwrap();
+        spec.holder_identity = Some("a".into());
+        spec.renew_time = Some(MicroTime("2026-11-26T00:59:58Z".parse().unwrap()));
+        assert_eq!(inspect(&good, "r", limit, now), vec![]);
+
+        let reasons = |l: &Lease| -> Vec<&str> {
+            inspect(l, "r", limit, now)
+                .iter()
+                .map(|(a, _)| a.reason())
+                .collect()
+        };
+        let mut edited = good.clone();
+        edited
+            .metadata
+            .annotations
+            .as_mut()
+            .unwrap()
+            .insert(CHECK_ANNOTATION.into(), "garbage".into());
+        edited.spec.as_mut().unwrap().holder_identity = Some("b".into());
+        assert_eq!(reasons(&edited), ["invalid_claims", "holder_mismatch"]);
+
+        for (renewed, side) in [("2026-11-26T02:00:00Z", "ahead of"), ("2000-01-01T00:00:00Z", "behind")] {
+            let mut skewed = good.clone();
+            skewed.spec.as_mut().unwrap().renew_time = Some(MicroTime(renewed.parse().unwrap()));
+            let found = inspect(&skewed, "r", limit, now);
+            assert_eq!(found.len(), 1, "{found:?}");
+            assert_eq!(found[0].0, Anomaly::ClockSkew);
+            assert!(found[0].1.contains(side), "{}", found[0].1);
+        }
     }
 
     #[tokio::test(start_paused = true)]
