@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use ctrlkit_informer::SharedInformerFactory;
 use ctrlkit_runtime::shard::{
-    CHECK_ANNOTATION, RING_LABEL, SlotSet, ShardConfig, ShardMember, ShardMetrics,
+    CHECK_ANNOTATION, RING_LABEL, ShardConfig, ShardMember, ShardMetrics, SlotSet,
 };
 use ctrlkit_runtime::{Action, Controller, ObjectKey};
 use ctrlkit_testcluster::TestCluster;
@@ -196,7 +196,10 @@ async fn until_lease(leases: &Api<Lease>, name: &str, what: &str, cond: impl Fn(
         {
             return;
         }
-        assert!(tokio::time::Instant::now() < deadline, "timed out waiting until {what}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting until {what}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -207,7 +210,10 @@ async fn until_lease(leases: &Api<Lease>, name: &str, what: &str, cond: impl Fn(
 async fn the_same_ring_name_in_two_namespaces_is_two_independent_rings() {
     const RING: &str = "twin";
     let cluster = cluster_with_owners(OWNERS, "other").await;
-    let (one, two) = (Arc::new(SyncChecker::default()), Arc::new(SyncChecker::default()));
+    let (one, two) = (
+        Arc::new(SyncChecker::default()),
+        Arc::new(SyncChecker::default()),
+    );
     let mut registry = Registry::default();
     let metrics = ShardMetrics::register(&mut registry);
     // Member `a` in both: the same Lease name, `twin-a`, in each namespace.
@@ -221,7 +227,10 @@ async fn the_same_ring_name_in_two_namespaces_is_two_independent_rings() {
         covers(&[&a1, &b1]) && covers(&[&a2, &c2])
     })
     .await;
-    until("both rings synced owners", || one.syncs() > 0 && two.syncs() > 0).await;
+    until("both rings synced owners", || {
+        one.syncs() > 0 && two.syncs() > 0
+    })
+    .await;
 
     // A hand edit in one ring is seen by that ring only.
     let default_leases: Api<Lease> = Api::namespaced(cluster.client(), "default");
@@ -231,9 +240,15 @@ async fn the_same_ring_name_in_two_namespaces_is_two_independent_rings() {
         json!({"metadata": {"annotations": {CHECK_ANNOTATION: "0000"}}}),
     )
     .await;
-    until("a of the default ring saw the garbled Lease", || anomalies(&a1) > 0).await;
+    until("a of the default ring saw the garbled Lease", || {
+        anomalies(&a1) > 0
+    })
+    .await;
     until_lease(&default_leases, "twin-b", "b rewrote its Lease", |l| {
-        l.metadata.annotations.as_ref().and_then(|a| a.get(CHECK_ANNOTATION))
+        l.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(CHECK_ANNOTATION))
             != Some(&"0000".to_owned())
     })
     .await;
@@ -285,14 +300,22 @@ async fn hand_edited_leases_are_reported_and_never_cause_double_syncs() {
     )
     .await;
     until_lease(&leases, "edits-b", "b rewrote its claims", |l| {
-        l.metadata.annotations.as_ref().and_then(|a| a.get(CHECK_ANNOTATION))
+        l.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(CHECK_ANNOTATION))
             != Some(&"0000".to_owned())
     })
     .await;
 
     // c's holder changed: the others say the holder does not match the
     // name; c rewrites it.
-    patch(&leases, "edits-c", json!({"spec": {"holderIdentity": "mallory"}})).await;
+    patch(
+        &leases,
+        "edits-c",
+        json!({"spec": {"holderIdentity": "mallory"}}),
+    )
+    .await;
     until_lease(&leases, "edits-c", "c rewrote its holder", |l| {
         l.spec.as_ref().and_then(|s| s.holder_identity.as_deref()) == Some("c")
     })
@@ -300,9 +323,19 @@ async fn hand_edited_leases_are_reported_and_never_cause_double_syncs() {
 
     // a's ring label removed: it leaves everyone's informer; a says its
     // Lease was removed and puts the label back at its next renewal.
-    patch(&leases, "edits-a", json!({"metadata": {"labels": {RING_LABEL: null}}})).await;
+    patch(
+        &leases,
+        "edits-a",
+        json!({"metadata": {"labels": {RING_LABEL: null}}}),
+    )
+    .await;
     until_lease(&leases, "edits-a", "a relabelled its Lease", |l| {
-        l.metadata.labels.as_ref().and_then(|m| m.get(RING_LABEL)).map(String::as_str) == Some(RING)
+        l.metadata
+            .labels
+            .as_ref()
+            .and_then(|m| m.get(RING_LABEL))
+            .map(String::as_str)
+            == Some(RING)
     })
     .await;
 
@@ -361,9 +394,14 @@ async fn clock_skew_between_members_moves_no_slot() {
         assert_eq!(a.member.stats().members, 2, "a lost sight of b");
         tokio::time::sleep(Duration::from_millis(150)).await;
     }
-    assert_eq!((a.member.held_slots(), b.member.held_slots()), held, "slots moved");
+    assert_eq!(
+        (a.member.held_slots(), b.member.held_slots()),
+        held,
+        "slots moved"
+    );
     assert!(covers(&[&a, &b]));
-    let series = r#"ctrlkit_shard_lease_anomalies_total{ring="skew",member="skew-a",reason="clock_skew"}"#;
+    let series =
+        r#"ctrlkit_shard_lease_anomalies_total{ring="skew",member="skew-a",reason="clock_skew"}"#;
     let text = metrics_text(&registry);
     assert!(text.contains(series), "no {series} in\n{text}");
     assert!(logs().warned(RING, "ahead of"));
@@ -393,7 +431,9 @@ async fn renewals_failing_intermittently_are_counted_and_never_double_sync() {
     // miss its renew deadline and stop everything, then come back).
     for rate in [0.3, 0.9] {
         cluster.faults().set_config(FaultConfig {
-            errors: vec![ErrorRule::verb("patch", rate, ErrorKind::InternalError).for_resource("leases")],
+            errors: vec![
+                ErrorRule::verb("patch", rate, ErrorKind::InternalError).for_resource("leases"),
+            ],
             ..FaultConfig::default()
         });
         tokio::time::sleep(Duration::from_secs(3)).await;
@@ -401,7 +441,10 @@ async fn renewals_failing_intermittently_are_counted_and_never_double_sync() {
     cluster.faults().clear();
     until("the ring is whole again", || covers(&[&a, &b, &c])).await;
 
-    let failures: u64 = [&a, &b, &c].iter().map(|m| m.member.stats().renew_failures).sum();
+    let failures: u64 = [&a, &b, &c]
+        .iter()
+        .map(|m| m.member.stats().renew_failures)
+        .sum();
     assert!(failures > 0);
     let text = metrics_text(&registry);
     assert!(

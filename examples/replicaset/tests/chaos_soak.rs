@@ -608,7 +608,11 @@ impl Driver {
                 Controllers::Sharded(ring) => {
                     let mut found = Vec::new();
                     let what = ring.restart_one(&mut found).await;
-                    problems.extend(found.into_iter().map(|p| format!("seed {}: {p}", self.seed)));
+                    problems.extend(
+                        found
+                            .into_iter()
+                            .map(|p| format!("seed {}: {p}", self.seed)),
+                    );
                     Ok(what)
                 }
             },
@@ -1343,7 +1347,11 @@ async fn sharded_soak() {
 async fn soak(default_seeds: &[u64], sharded: bool) {
     let seeds = seeds_from_env(default_seeds);
     let ops = ops_from_env();
-    let mode = if sharded { "sharded soak" } else { "chaos soak" };
+    let mode = if sharded {
+        "sharded soak"
+    } else {
+        "chaos soak"
+    };
     let trace = std::env::var_os("CTRLKIT_SOAK_TRACE").is_some();
 
     let mut failed: BTreeSet<u64> = BTreeSet::new();

@@ -1061,7 +1061,11 @@ mod tests {
             claims: SlotSet::full(),
         };
         let published = Some((SlotSet::full(), "5".to_owned()));
-        member.inner.view.lock().observe(&lease("5", &SlotSet::full()), now);
+        member
+            .inner
+            .view
+            .lock()
+            .observe(&lease("5", &SlotSet::full()), now);
         member.step(&mut handover, &mut Vec::new(), None, &published, false, now);
         assert_eq!(handover.active, SlotSet::full());
         assert_eq!(member.stats().lease_anomalies, 0);
@@ -1069,7 +1073,11 @@ mod tests {
         // Someone rewrites its claims by hand, with a valid check (rv 7):
         // another member could act on them, so the slots the Lease no
         // longer claims stop at once, and the claims shrink to be written.
-        member.inner.view.lock().observe(&lease("7", &set("0-9")), now);
+        member
+            .inner
+            .view
+            .lock()
+            .observe(&lease("7", &set("0-9")), now);
         member.step(&mut handover, &mut Vec::new(), None, &published, false, now);
         assert_eq!(handover.active, set("0-9"));
         assert_eq!(handover.claims, set("0-9"));
@@ -1081,11 +1089,19 @@ mod tests {
         // Our rewrite (rv 8) is seen: everything is claimed and, once that
         // claim is seen too, started again through the protocol.
         let published = Some((handover.claims, "8".to_owned()));
-        member.inner.view.lock().observe(&lease("8", &handover.claims), now);
+        member
+            .inner
+            .view
+            .lock()
+            .observe(&lease("8", &handover.claims), now);
         member.step(&mut handover, &mut Vec::new(), None, &published, false, now);
         assert_eq!(handover.claims, SlotSet::full());
         let published = Some((SlotSet::full(), "9".to_owned()));
-        member.inner.view.lock().observe(&lease("9", &SlotSet::full()), now);
+        member
+            .inner
+            .view
+            .lock()
+            .observe(&lease("9", &SlotSet::full()), now);
         member.step(&mut handover, &mut Vec::new(), None, &published, false, now);
         assert_eq!(handover.active, SlotSet::full());
     }

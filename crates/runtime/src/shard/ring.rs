@@ -163,7 +163,11 @@ pub(crate) fn inspect(
         let off = now.duration_since(renewed.0);
         let off = Duration::try_from(off.abs()).unwrap_or(Duration::MAX);
         if off > skew_limit {
-            let side = if renewed.0 > now { "ahead of" } else { "behind" };
+            let side = if renewed.0 > now {
+                "ahead of"
+            } else {
+                "behind"
+            };
             found.push((
                 Anomaly::ClockSkew,
                 format!(
@@ -401,7 +405,10 @@ mod tests {
         edited.spec.as_mut().unwrap().holder_identity = Some("b".into());
         assert_eq!(reasons(&edited), ["invalid_claims", "holder_mismatch"]);
 
-        for (renewed, side) in [("2026-11-26T02:00:00Z", "ahead of"), ("2000-01-01T00:00:00Z", "behind")] {
+        for (renewed, side) in [
+            ("2026-11-26T02:00:00Z", "ahead of"),
+            ("2000-01-01T00:00:00Z", "behind"),
+        ] {
             let mut skewed = good.clone();
             skewed.spec.as_mut().unwrap().renew_time = Some(MicroTime(renewed.parse().unwrap()));
             let found = inspect(&skewed, "r", limit, now);

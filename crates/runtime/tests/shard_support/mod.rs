@@ -141,7 +141,9 @@ impl Drop for Syncing<'_> {
 /// Samples the members' busy slots (held, or still syncing) every
 /// millisecond until the token is cancelled; the task returns how many
 /// samples found two members' busy slots overlapping.
-pub(crate) fn sample_busy_overlaps(members: Vec<ShardMember>) -> (CancellationToken, JoinHandle<usize>) {
+pub(crate) fn sample_busy_overlaps(
+    members: Vec<ShardMember>,
+) -> (CancellationToken, JoinHandle<usize>) {
     let stop = CancellationToken::new();
     let done = stop.clone();
     let task = tokio::spawn(async move {

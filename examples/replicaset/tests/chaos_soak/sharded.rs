@@ -280,7 +280,11 @@ pub(crate) struct Ring {
 
 impl Ring {
     /// [`INITIAL_MEMBERS`] members on `client` (the faulted one).
-    pub(crate) fn start(client: &kube::Client, namespace: &str, options: ControllerOptions) -> Ring {
+    pub(crate) fn start(
+        client: &kube::Client,
+        namespace: &str,
+        options: ControllerOptions,
+    ) -> Ring {
         let mut ring = Ring {
             client: client.clone(),
             namespace: namespace.to_owned(),
@@ -309,9 +313,13 @@ impl Ring {
         // As a `--shard-ring` manager does: every controller built on the
         // factory is sharded with the member.
         factory.insert_extension(member.clone());
-        let rs =
-            Controller::<ReplicaSet>::new(self.client.clone(), &factory, self.options.clone(), None)
-                .unwrap();
+        let rs = Controller::<ReplicaSet>::new(
+            self.client.clone(),
+            &factory,
+            self.options.clone(),
+            None,
+        )
+        .unwrap();
         let rc = Controller::<ReplicationController>::new(
             self.client.clone(),
             &factory,
@@ -328,7 +336,10 @@ impl Ring {
         );
         let controllers = vec![
             ("ReplicaSet", self.run_recorded(&id, "rs", rs, &token)),
-            ("ReplicationController", self.run_recorded(&id, "rc", rc, &token)),
+            (
+                "ReplicationController",
+                self.run_recorded(&id, "rc", rc, &token),
+            ),
         ];
         RunningMember {
             id,
@@ -361,7 +372,11 @@ impl Ring {
     }
 
     /// Applies a membership change; what it did, for the trace.
-    pub(crate) async fn apply(&mut self, op: MemberOp, problems: &mut Vec<String>) -> Option<String> {
+    pub(crate) async fn apply(
+        &mut self,
+        op: MemberOp,
+        problems: &mut Vec<String>,
+    ) -> Option<String> {
         let pick = |n: u64, live: usize| (n % live as u64) as usize;
         match op {
             MemberOp::Join if self.members.len() < MAX_MEMBERS => {
@@ -457,9 +472,18 @@ async fn stop(m: RunningMember, strict: bool) -> Result<(), String> {
     for (name, task) in m.controllers {
         match tokio::time::timeout(Duration::from_secs(300), task).await {
             Ok(Ok(Ok(()))) => {}
-            Ok(Ok(Err(e))) => problems.push(format!("member {}: the {name} controller failed: {e}", m.id)),
-            Ok(Err(e)) => problems.push(format!("member {}: the {name} controller task failed: {e}", m.id)),
-            Err(_) => problems.push(format!("member {}: the {name} controller did not stop", m.id)),
+            Ok(Ok(Err(e))) => problems.push(format!(
+                "member {}: the {name} controller failed: {e}",
+                m.id
+            )),
+            Ok(Err(e)) => problems.push(format!(
+                "member {}: the {name} controller task failed: {e}",
+                m.id
+            )),
+            Err(_) => problems.push(format!(
+                "member {}: the {name} controller did not stop",
+                m.id
+            )),
         }
     }
     match tokio::time::timeout(Duration::from_secs(300), m.ring).await {
@@ -468,7 +492,10 @@ async fn stop(m: RunningMember, strict: bool) -> Result<(), String> {
             problems.push(format!("member {}: cannot release: {e}", m.id));
         }
         Ok(Ok(Err(e))) => problems.push(format!("member {}: the shard member failed: {e}", m.id)),
-        Ok(Err(e)) => problems.push(format!("member {}: the shard member task failed: {e}", m.id)),
+        Ok(Err(e)) => problems.push(format!(
+            "member {}: the shard member task failed: {e}",
+            m.id
+        )),
         Err(_) => problems.push(format!("member {}: the shard member did not stop", m.id)),
     }
     m.factory.shutdown().await;
@@ -527,7 +554,15 @@ mod tests {
         ];
         let found = log.overlaps(1);
         assert_eq!(found.len(), 2, "{found:#?}");
-        assert!(found[0].contains("m1") && found[0].contains("m2"), "{}", found[0]);
-        assert!(found[1].contains("m1") && found[1].contains("m0"), "{}", found[1]);
+        assert!(
+            found[0].contains("m1") && found[0].contains("m2"),
+            "{}",
+            found[0]
+        );
+        assert!(
+            found[1].contains("m1") && found[1].contains("m0"),
+            "{}",
+            found[1]
+        );
     }
 }
