@@ -22,6 +22,8 @@
 
 #[path = "chaos_soak/clock_pump.rs"]
 mod clock_pump;
+#[path = "chaos_soak/creations.rs"]
+mod creations;
 #[path = "chaos_soak/idle_log.rs"]
 mod idle_log;
 #[path = "chaos_soak/sharded.rs"]
@@ -995,6 +997,7 @@ async fn run_seed(seed: u64, ops: usize, trace: bool, sharded: bool) -> SeedRepo
         errors: Vec::new(),
     };
     let mut problems = Vec::new();
+    let creations = creations::Creations::start(&client, NS);
     let mut controllers = if sharded {
         Controllers::Sharded(sharded::Ring::start(&cluster.client(), NS, soak_options()))
     } else {
@@ -1164,6 +1167,15 @@ async fn run_seed(seed: u64, ops: usize, trace: bool, sharded: bool) -> SeedRepo
                 .push(format!("seed {seed}: reading the cluster failed: {e}")),
         }
     }
+    // Every pod the controllers created, judged against its owner's need
+    // on the server when it was created.
+    let (creates_seen, beyond_need) = creations.finish();
+    let beyond = beyond_need.len();
+    found.extend(
+        beyond_need
+            .into_iter()
+            .map(|b| format!("seed {seed}: created beyond need: {b}")),
+    );
     let mut shard_summary = String::new();
     match controllers {
         Controllers::Single(running) => {
@@ -1200,7 +1212,7 @@ async fn run_seed(seed: u64, ops: usize, trace: bool, sharded: bool) -> SeedRepo
          ops took {:?} virtual, settled in {settle_virtual:?} virtual \
          (waited {availability_waited:?} wall for {availability_waits} pods to become available), \
          {idle_requests:?} non-watch requests in {idle_virtual:?} virtual while idle; \
-         {:?} wall; {} violation(s){shard_summary}",
+         {creates_seen} creates watched, {beyond} beyond need; {:?} wall; {} violation(s){shard_summary}",
         driver.skipped,
         plan.watch_cut_after,
         owners.len(),

@@ -256,9 +256,26 @@ pub(crate) struct Inner {
     /// The version of the member's own Lease last reported as written by
     /// someone else (reported once per version).
     reported_edit: Mutex<Option<String>>,
+    /// The last [`assign`]ment and the members it is for: it only changes
+    /// with the members, and the step runs every quarter renew period.
+    assignment: Mutex<Option<(Vec<String>, Vec<SlotSet>)>>,
 }
 
 impl Inner {
+    /// `assign(members)`, computed again only when the members change.
+    fn assignment(&self, members: &[String]) -> Vec<SlotSet> {
+        let mut memo = self.assignment.lock();
+        if let Some((of, slots)) = memo.as_ref()
+            && of.as_slice() == members
+        {
+            return slots.clone();
+        }
+        let names: Vec<&str> = members.iter().map(String::as_str).collect();
+        let slots = assign(&names);
+        *memo = Some((members.to_vec(), slots.clone()));
+        slots
+    }
+
     /// Logs and counts something wrong with the ring Lease `lease`.
     fn anomaly(&self, lease: &str, anomaly: Anomaly, detail: &str) {
         let config = &self.config;
@@ -366,6 +383,7 @@ impl ShardMember {
                 counters: Counters::default(),
                 leaving: AtomicBool::new(false),
                 reported_edit: Mutex::new(None),
+                assignment: Mutex::new(None),
             }),
         })
     }
@@ -604,9 +622,8 @@ impl ShardMember {
                 expired,
             )
         };
-        let members: Vec<&str> = snapshot.members.iter().map(String::as_str).collect();
-        let mut desired = match members.iter().position(|m| *m == inner.lease_name) {
-            Some(i) if !fenced => assign(&members)[i],
+        let mut desired = match snapshot.members.iter().position(|m| *m == inner.lease_name) {
+            Some(i) if !fenced => inner.assignment(&snapshot.members)[i],
             _ => SlotSet::empty(),
         };
         // Our own Lease in a version newer than our last write: someone

@@ -37,7 +37,7 @@ fn member_config(namespace: &str, id: &str) -> ShardConfig {
     ShardConfig::new(namespace, RING, id)
         .lease_duration(Duration::from_secs(3))
         .renew_deadline(Duration::from_secs(2))
-        .renew_period(Duration::from_millis(500))
+        .renew_period(Duration::from_secs(1))
         .catch_up_timeout(Duration::from_secs(1))
 }
 
@@ -535,6 +535,22 @@ mod tests {
             started: now,
             ended: now,
         }
+    }
+
+    #[test]
+    fn the_membership_schedule_is_a_function_of_the_seed_and_has_every_change() {
+        let a = member_schedule(7, 200);
+        assert_eq!(a, member_schedule(7, 200));
+        assert_ne!(a, member_schedule(8, 200));
+        let has = |f: fn(&MemberOp) -> bool| a.iter().any(|(_, op)| f(op));
+        assert!(has(|op| *op == MemberOp::Join));
+        assert!(has(|op| matches!(op, MemberOp::Stop(_))));
+        assert!(has(|op| matches!(op, MemberOp::Kill(_))));
+        assert!(has(|op| matches!(op, MemberOp::Restart(_))));
+        assert!(
+            a.windows(2).all(|w| w[0].0 < w[1].0),
+            "one change per step, in order"
+        );
     }
 
     #[tokio::test(start_paused = true)]
