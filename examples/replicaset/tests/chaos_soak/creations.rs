@@ -31,8 +31,8 @@ use ctrlkit_podcontrol::pod::is_pod_active;
 const SPEC_SETTLE: Duration = Duration::from_secs(5);
 
 enum Seen {
-    Owner(&'static str, watcher::Event<DynamicObject>),
-    Pod(watcher::Event<Pod>),
+    Owner(&'static str, Box<watcher::Event<DynamicObject>>),
+    Pod(Box<watcher::Event<Pod>>),
 }
 
 struct OwnerState {
@@ -154,7 +154,7 @@ impl Creations {
                 Api::namespaced_with(client.clone(), namespace, &resource);
             watcher::watcher(api, watcher::Config::default())
                 .filter_map(|e| async move { e.ok() })
-                .map(move |e| Seen::Owner(short, e))
+                .map(move |e| Seen::Owner(short, Box::new(e)))
                 .boxed()
         };
         let pods = watcher::watcher(
@@ -162,7 +162,7 @@ impl Creations {
             watcher::Config::default(),
         )
         .filter_map(|e| async move { e.ok() })
-        .map(Seen::Pod)
+        .map(|e| Seen::Pod(Box::new(e)))
         .boxed();
         let mut all = stream::select_all([
             owners("rs", ApiResource::erase::<ReplicaSet>(&())),
@@ -175,14 +175,19 @@ impl Creations {
             while let Some(seen) = all.next().await {
                 let mut state = shared.lock().unwrap();
                 match seen {
-                    Seen::Owner(short, watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => {
-                        state.owner(short, &o, false);
-                    }
-                    Seen::Owner(short, watcher::Event::Delete(o)) => state.owner(short, &o, true),
-                    Seen::Pod(watcher::Event::Apply(p)) => state.pod(&p, false, false),
-                    Seen::Pod(watcher::Event::InitApply(p)) => state.pod(&p, true, false),
-                    Seen::Pod(watcher::Event::Delete(p)) => state.pod(&p, false, true),
-                    Seen::Owner(_, _) | Seen::Pod(_) => {}
+                    Seen::Owner(short, event) => match *event {
+                        watcher::Event::Apply(o) | watcher::Event::InitApply(o) => {
+                            state.owner(short, &o, false);
+                        }
+                        watcher::Event::Delete(o) => state.owner(short, &o, true),
+                        watcher::Event::Init | watcher::Event::InitDone => {}
+                    },
+                    Seen::Pod(event) => match *event {
+                        watcher::Event::Apply(p) => state.pod(&p, false, false),
+                        watcher::Event::InitApply(p) => state.pod(&p, true, false),
+                        watcher::Event::Delete(p) => state.pod(&p, false, true),
+                        watcher::Event::Init | watcher::Event::InitDone => {}
+                    },
                 }
             }
         });
