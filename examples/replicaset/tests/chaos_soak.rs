@@ -18,6 +18,11 @@
 //! ctrlkit-replicaset --test chaos_soak -- --nocapture` (seeds as `7`,
 //! `3,9,12`, `1..50` or `1..=50`). `CTRLKIT_SOAK_TRACE=1` prints every
 //! operation as it is applied.
+//!
+//! `sharded_soak` runs the same seeds against a shard ring whose members
+//! join, leave, are killed and restarted (`chaos_soak/sharded.rs`), and
+//! checks on top that no owner was synced by two members at once; CI runs
+//! [`DEFAULT_SHARDED_SEEDS`].
 #![allow(clippy::unwrap_used)]
 
 #[path = "chaos_soak/clock_pump.rs"]
