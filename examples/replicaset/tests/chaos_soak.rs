@@ -1004,7 +1004,12 @@ async fn run_seed(seed: u64, ops: usize, trace: bool, sharded: bool) -> SeedRepo
     let mut problems = Vec::new();
     let creations = creations::Creations::start(&client, NS);
     let mut controllers = if sharded {
-        Controllers::Sharded(sharded::Ring::start(&cluster.client(), NS, soak_options()))
+        Controllers::Sharded(sharded::Ring::start(
+            &cluster.client(),
+            &client,
+            NS,
+            soak_options(),
+        ))
     } else {
         Controllers::Single(Some(start_controllers(&cluster.client())))
     };

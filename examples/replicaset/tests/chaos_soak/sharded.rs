@@ -13,12 +13,13 @@ use std::time::Duration;
 use ctrlkit_informer::{ObjectKey, SharedInformerFactory};
 use ctrlkit_replicaset::{Controller, ControllerOptions, Error, ReplicaOwner};
 use ctrlkit_runtime::Action;
-use ctrlkit_runtime::shard::{RING_LABEL, ShardConfig, ShardError, ShardMember};
+use ctrlkit_runtime::shard::{CHECK_ANNOTATION, RING_LABEL, ShardConfig, ShardError, ShardMember};
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ReplicationController;
-use kube::api::{Api, ListParams};
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use parking_lot::Mutex;
+use serde_json::json;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -58,11 +59,27 @@ pub(crate) enum MemberOp {
     /// A member is killed and starts again at once under the same
     /// identity (a container restarted in its pod), finding its old Lease.
     Restart(u64),
+    /// A member's Lease is edited by hand (through the driver's client).
+    EditLease(u64, LeaseEdit),
 }
 
-/// Membership changes, each to be applied before the schedule's step of
-/// the same index. Drawn from a stream of their own so the user
-/// operations of a seed are the same in both modes.
+/// A hand edit of a member's Lease (docs/sharding.md, "Bad input").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LeaseEdit {
+    /// The claims check garbled: the Lease claims every slot until its
+    /// holder rewrites it.
+    GarbleCheck,
+    /// `holderIdentity` changed.
+    Holder,
+    /// The ring label removed: the Lease leaves every member's informer.
+    Unlabel,
+    /// `renewTime` 25 years in the past (a skewed clock).
+    SkewRenewTime,
+}
+
+/// Membership changes and Lease edits, each to be applied before the
+/// schedule's step of the same index. Drawn from streams of their own so
+/// the user operations of a seed are the same in both modes.
 pub(crate) fn member_schedule(seed: u64, steps: usize) -> Vec<(usize, MemberOp)> {
     let mut rng = crate::Rng::new(seed ^ 0x0005_4a2d_0005_4a2d);
     let mut out = Vec::new();
@@ -79,6 +96,23 @@ pub(crate) fn member_schedule(seed: u64, steps: usize) -> Vec<(usize, MemberOp)>
         };
         out.push((i, op));
     }
+    // Hand edits of Leases, from a stream of their own (the membership
+    // changes above stay those of the seed).
+    let mut edits = crate::Rng::new(seed ^ 0x00ed_17ed_00ed_17ed);
+    for i in 0..steps {
+        if !edits.percent(5) {
+            continue;
+        }
+        let pick = edits.next();
+        let edit = edits.pick(&[
+            LeaseEdit::GarbleCheck,
+            LeaseEdit::Holder,
+            LeaseEdit::Unlabel,
+            LeaseEdit::SkewRenewTime,
+        ]);
+        out.push((i, MemberOp::EditLease(pick, edit)));
+    }
+    out.sort_by_key(|(i, _)| *i);
     out
 }
 
@@ -252,6 +286,8 @@ pub(crate) struct Membership {
     pub(crate) stops: usize,
     pub(crate) kills: usize,
     pub(crate) restarts: usize,
+    /// Hand edits of members' Leases.
+    pub(crate) edits: usize,
     /// Graceful leaves whose release failed under the injected faults
     /// (the Lease then expires instead).
     pub(crate) failed_releases: usize,
@@ -261,8 +297,8 @@ impl fmt::Display for Membership {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} joins, {} leaves, {} kills, {} restarts in place ({} releases failed under faults)",
-            self.joins, self.stops, self.kills, self.restarts, self.failed_releases
+            "{} joins, {} leaves, {} kills, {} restarts in place ({} releases failed under faults), {} Lease edits",
+            self.joins, self.stops, self.kills, self.restarts, self.failed_releases, self.edits
         )
     }
 }
@@ -270,6 +306,8 @@ impl fmt::Display for Membership {
 /// The members of the ring in one seed.
 pub(crate) struct Ring {
     client: kube::Client,
+    /// The driver's client (never faulted), for hand edits.
+    driver: kube::Client,
     namespace: String,
     options: ControllerOptions,
     members: Vec<RunningMember>,
@@ -279,14 +317,17 @@ pub(crate) struct Ring {
 }
 
 impl Ring {
-    /// [`INITIAL_MEMBERS`] members on `client` (the faulted one).
+    /// [`INITIAL_MEMBERS`] members on `client` (the faulted one); hand
+    /// edits through `driver`.
     pub(crate) fn start(
         client: &kube::Client,
+        driver: &kube::Client,
         namespace: &str,
         options: ControllerOptions,
     ) -> Ring {
         let mut ring = Ring {
             client: client.clone(),
+            driver: driver.clone(),
             namespace: namespace.to_owned(),
             options,
             members: Vec::new(),
@@ -379,6 +420,28 @@ impl Ring {
     ) -> Option<String> {
         let pick = |n: u64, live: usize| (n % live as u64) as usize;
         match op {
+            MemberOp::EditLease(n, edit) => {
+                let id = &self.members[pick(n, self.members.len())].id;
+                let lease = format!("{RING}-{id}");
+                let patch = match edit {
+                    LeaseEdit::GarbleCheck => {
+                        json!({"metadata": {"annotations": {CHECK_ANNOTATION: "0000"}}})
+                    }
+                    LeaseEdit::Holder => json!({"spec": {"holderIdentity": "mallory"}}),
+                    LeaseEdit::Unlabel => json!({"metadata": {"labels": {RING_LABEL: null}}}),
+                    LeaseEdit::SkewRenewTime => {
+                        json!({"spec": {"renewTime": "2001-01-01T00:00:00.000000Z"}})
+                    }
+                };
+                let leases: Api<Lease> = Api::namespaced(self.driver.clone(), &self.namespace);
+                // Not there yet (a member that just joined): nothing to edit.
+                leases
+                    .patch(&lease, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+                    .ok()?;
+                self.membership.edits += 1;
+                Some(format!("Lease {lease} edited by hand: {edit:?}"))
+            }
             MemberOp::Join if self.members.len() < MAX_MEMBERS => {
                 self.join();
                 self.membership.joins += 1;
@@ -556,10 +619,8 @@ mod tests {
         assert!(has(|op| matches!(op, MemberOp::Stop(_))));
         assert!(has(|op| matches!(op, MemberOp::Kill(_))));
         assert!(has(|op| matches!(op, MemberOp::Restart(_))));
-        assert!(
-            a.windows(2).all(|w| w[0].0 < w[1].0),
-            "one change per step, in order"
-        );
+        assert!(has(|op| matches!(op, MemberOp::EditLease(..))));
+        assert!(a.windows(2).all(|w| w[0].0 <= w[1].0), "in step order");
     }
 
     #[tokio::test(start_paused = true)]
