@@ -215,6 +215,13 @@ pub(crate) struct Expired {
 #[derive(Debug, Default)]
 pub(crate) struct RingView {
     peers: HashMap<String, Peer>,
+    /// Leases that expired here, with their version then: seen again in
+    /// that version (a relist, after a failed delete), a Lease stays
+    /// expired instead of counting as live for another lease duration,
+    /// and is handed back by [`prune`](Self::prune) to delete again.
+    expired: HashMap<String, Option<String>>,
+    /// Expired Leases seen again, to delete again.
+    again: Vec<Expired>,
 }
 
 /// The view boiled down for one step of the handover protocol.
@@ -238,6 +245,16 @@ impl RingView {
             return;
         };
         let rv = lease.metadata.resource_version.clone();
+        if rv.is_some() && self.expired.get(&name) == Some(&rv) {
+            // Its holder has not written it since it expired (and fenced
+            // itself before that, if it is alive at all).
+            self.again.push(Expired {
+                name,
+                resource_version: rv,
+            });
+            return;
+        }
+        self.expired.remove(&name);
         let duration = lease
             .spec
             .as_ref()
@@ -273,6 +290,7 @@ impl RingView {
 
     /// A Lease left the informer (deleted, or no longer labelled).
     pub(crate) fn observe_gone(&mut self, name: &str) {
+        self.expired.remove(name);
         if let Some(peer) = self.peers.get_mut(name) {
             peer.gone = true;
             if peer.released && peer.claims.effective().is_empty() {
@@ -282,9 +300,10 @@ impl RingView {
     }
 
     /// Drops Leases that expired; returns their names, with the
-    /// resourceVersion of those still in the informer (to garbage-collect).
+    /// resourceVersion of those still in the informer (to garbage-collect),
+    /// and the expired Leases seen again since (a delete that failed).
     pub(crate) fn prune(&mut self, now: Instant, min_duration: Duration) -> Vec<Expired> {
-        let expired: Vec<Expired> = self
+        let mut expired: Vec<Expired> = self
             .peers
             .iter()
             .filter(|(_, p)| p.expires(min_duration) <= now)
@@ -294,8 +313,14 @@ impl RingView {
             })
             .collect();
         for e in &expired {
-            self.peers.remove(&e.name);
+            // A Lease already gone from the informer cannot be listed
+            // again in the same version; one still there is deleted next,
+            // which forgets it (`observe_gone`) unless the delete fails.
+            if let Some(peer) = self.peers.remove(&e.name).filter(|p| !p.gone) {
+                self.expired.insert(e.name.clone(), peer.resource_version);
+            }
         }
+        expired.append(&mut self.again);
         expired
     }
 
@@ -446,6 +471,37 @@ mod tests {
             expired.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(),
             ["r-b"]
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_expired_lease_seen_again_in_the_same_version_stays_expired() {
+        let mut view = RingView::default();
+        let min = Duration::from_secs(10);
+        let t0 = Instant::now();
+        let dead = lease("r-b", "1", &"7".parse().unwrap(), false);
+        view.observe(&dead, t0);
+        let later = t0 + Duration::from_secs(11);
+        assert_eq!(view.prune(later, min).len(), 1);
+        // Its delete failed; a relist shows it again, unchanged: not live,
+        // its claims block nothing, and it is handed back to delete again.
+        view.observe(&dead, later);
+        let snap = view.snapshot("r-a", later, min);
+        assert!(
+            snap.members.is_empty() && snap.others_claims.is_empty(),
+            "{snap:?}"
+        );
+        assert_eq!(
+            view.prune(later, min),
+            vec![Expired {
+                name: "r-b".into(),
+                resource_version: Some("1".into())
+            }]
+        );
+        // Written again (its holder was only cut off): live again.
+        view.observe(&lease("r-b", "2", &"7".parse().unwrap(), false), later);
+        let snap = view.snapshot("r-a", later, min);
+        assert_eq!(snap.members, ["r-b"]);
+        assert!(snap.others_claims.contains(7));
     }
 
     #[tokio::test(start_paused = true)]
