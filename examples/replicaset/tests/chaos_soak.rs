@@ -18,15 +18,25 @@
 //! ctrlkit-replicaset --test chaos_soak -- --nocapture` (seeds as `7`,
 //! `3,9,12`, `1..50` or `1..=50`). `CTRLKIT_SOAK_TRACE=1` prints every
 //! operation as it is applied.
+//!
+//! `sharded_soak` runs the same seeds against a shard ring whose members
+//! join, leave, are killed and restarted (`chaos_soak/sharded.rs`), and
+//! checks on top that no owner was synced by two members at once; CI runs
+//! [`DEFAULT_SHARDED_SEEDS`].
 #![allow(clippy::unwrap_used)]
 
 #[path = "chaos_soak/clock_pump.rs"]
 mod clock_pump;
+#[path = "chaos_soak/creations.rs"]
+mod creations;
 #[path = "chaos_soak/idle_log.rs"]
 mod idle_log;
+#[path = "chaos_soak/sharded.rs"]
+mod sharded;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write as _;
+use std::sync::Arc;
 use std::time::{Duration, Instant as WallInstant};
 
 use axum::http::{HeaderName, HeaderValue};
@@ -53,6 +63,8 @@ use tokio_util::sync::CancellationToken;
 
 /// Seeds run by plain `cargo test`.
 const DEFAULT_SEEDS: &[u64] = &[1, 2];
+/// Seeds of the sharded mode run by plain `cargo test`.
+const DEFAULT_SHARDED_SEEDS: &[u64] = &[1];
 /// Operations per seed by default.
 const DEFAULT_OPS: usize = 100;
 /// Owners (ReplicaSets and ReplicationControllers) the schedule works on.
@@ -341,16 +353,28 @@ struct Running {
     )>,
 }
 
-/// Both controllers on one fresh factory, as the demo runs them.
-fn start_controllers(client: &kube::Client) -> Running {
-    let factory = SharedInformerFactory::new(client.clone());
-    let options = ControllerOptions {
+/// What the soak runs: both controllers once, or the members of a shard
+/// ring, each running both.
+enum Controllers {
+    Single(Option<Running>),
+    Sharded(sharded::Ring),
+}
+
+/// The controllers' options in the soak.
+fn soak_options() -> ControllerOptions {
+    ControllerOptions {
         namespace: Some(NS.to_owned()),
         // `CTRLKIT_SOAK_READ_OWN_WRITES=0` soaks the controllers without
         // read-own-writes (as upstream with the gate off).
         read_own_writes: std::env::var("CTRLKIT_SOAK_READ_OWN_WRITES").as_deref() != Ok("0"),
         ..ControllerOptions::default()
-    };
+    }
+}
+
+/// Both controllers on one fresh factory, as the demo runs them.
+fn start_controllers(client: &kube::Client) -> Running {
+    let factory = SharedInformerFactory::new(client.clone());
+    let options = soak_options();
     let rs = ReplicaSetController::new(client.clone(), &factory, options.clone(), None).unwrap();
     let rc = ReplicationManager::new(client.clone(), &factory, options, None).unwrap();
     factory.start();
@@ -465,7 +489,7 @@ impl Driver {
         &self,
         op: &Op,
         cluster: &TestCluster,
-        running: &mut Option<Running>,
+        controllers: &mut Controllers,
         problems: &mut Vec<String>,
     ) -> Result<Option<String>, kube::Error> {
         match *op {
@@ -574,18 +598,31 @@ impl Driver {
                 }
                 None => Ok(None),
             },
-            Op::Restart => {
-                if let Some(old) = running.take() {
+            Op::Restart => match controllers {
+                Controllers::Single(running) => {
+                    if let Some(old) = running.take() {
+                        problems.extend(
+                            stop_controllers(old)
+                                .await
+                                .into_iter()
+                                .map(|p| format!("seed {}: {p}", self.seed)),
+                        );
+                    }
+                    *running = Some(start_controllers(&cluster.client()));
+                    Ok(Some("restarted the controllers".to_owned()))
+                }
+                // Sharded: one member killed and restarted in place.
+                Controllers::Sharded(ring) => {
+                    let mut found = Vec::new();
+                    let what = ring.restart_one(&mut found).await;
                     problems.extend(
-                        stop_controllers(old)
-                            .await
+                        found
                             .into_iter()
                             .map(|p| format!("seed {}: {p}", self.seed)),
                     );
+                    Ok(what)
                 }
-                *running = Some(start_controllers(&cluster.client()));
-                Ok(Some("restarted the controllers".to_owned()))
-            }
+            },
             Op::ForceGone(resource) => {
                 cluster.faults().force_gone_next_watch(Some(resource));
                 Ok(Some(format!(
@@ -939,9 +976,16 @@ fn fault_counts(cluster: &TestCluster) -> String {
         .join(", ")
 }
 
-async fn run_seed(seed: u64, ops: usize, trace: bool) -> SeedReport {
+async fn run_seed(seed: u64, ops: usize, trace: bool, sharded: bool) -> SeedReport {
     let wall = WallInstant::now();
     let plan = schedule(seed, ops);
+    let mut member_ops = if sharded {
+        sharded::member_schedule(seed, ops)
+    } else {
+        Vec::new()
+    }
+    .into_iter()
+    .peekable();
     let config = TestClusterConfig::default()
         .with_seed(seed)
         .with_kubelet(KubeletConfig::with_nodes(4, 250))
@@ -958,7 +1002,17 @@ async fn run_seed(seed: u64, ops: usize, trace: bool) -> SeedReport {
         errors: Vec::new(),
     };
     let mut problems = Vec::new();
-    let mut running = Some(start_controllers(&cluster.client()));
+    let creations = creations::Creations::start(&client, NS);
+    let mut controllers = if sharded {
+        Controllers::Sharded(sharded::Ring::start(
+            &cluster.client(),
+            &client,
+            NS,
+            soak_options(),
+        ))
+    } else {
+        Controllers::Single(Some(start_controllers(&cluster.client())))
+    };
     let (mut restarts, mut gones) = (0, 0);
     let ops_started = tokio::time::Instant::now();
 
@@ -985,8 +1039,18 @@ async fn run_seed(seed: u64, ops: usize, trace: bool) -> SeedReport {
             Op::ForceGone(_) => gones += 1,
             _ => {}
         }
+        while let Some((_, op)) = member_ops.next_if(|(at, _)| *at == i) {
+            if let Controllers::Sharded(ring) = &mut controllers {
+                let mut found = Vec::new();
+                let what = ring.apply(op, &mut found).await;
+                problems.extend(found.into_iter().map(|p| format!("seed {seed}: {p}")));
+                if let (true, Some(what)) = (driver.trace, what) {
+                    println!("seed {seed} before op {i}: {what}");
+                }
+            }
+        }
         match driver
-            .apply(&step.op, &cluster, &mut running, &mut problems)
+            .apply(&step.op, &cluster, &mut controllers, &mut problems)
             .await
         {
             Ok(Some(what)) => {
@@ -1012,9 +1076,12 @@ async fn run_seed(seed: u64, ops: usize, trace: bool) -> SeedReport {
         println!("seed {seed}: requests until the end of the schedule:\n{during_ops}");
     }
 
-    // Quiesce: faults off, then wait for the checks to pass several times
-    // in a row.
+    // Quiesce: faults off, enough members to share the owners, then wait
+    // for the checks to pass several times in a row.
     cluster.faults().clear();
+    if let Controllers::Sharded(ring) = &mut controllers {
+        ring.top_up();
+    }
     if let Some(kubelet) = cluster.kubelet() {
         kubelet.reject_new_pods(None);
     }
@@ -1082,7 +1149,14 @@ async fn run_seed(seed: u64, ops: usize, trace: bool) -> SeedReport {
         tokio::time::sleep(IDLE_WINDOW).await;
         idle_virtual = Some(idle_started.elapsed());
         let idle = cluster.requests();
-        let non_watch = idle.total().total() - idle.by_verb().get("watch").map_or(0, |c| c.total());
+        // Shard members renew their Leases while idle: not controller work.
+        let leases: u64 = idle
+            .iter()
+            .filter(|(k, _)| !k.internal && k.resource == "leases" && k.verb != "watch")
+            .map(|(_, c)| c.total())
+            .sum();
+        let non_watch =
+            idle.total().total() - idle.by_verb().get("watch").map_or(0, |c| c.total()) - leases;
         idle_requests = Some(non_watch);
         let changes = match idle_log {
             Ok(log) => log.finish().join("\n"),
@@ -1103,13 +1177,38 @@ async fn run_seed(seed: u64, ops: usize, trace: bool) -> SeedReport {
                 .push(format!("seed {seed}: reading the cluster failed: {e}")),
         }
     }
-    if let Some(r) = running.take() {
-        problems.extend(
-            stop_controllers(r)
-                .await
-                .into_iter()
-                .map(|p| format!("seed {seed}: {p}")),
-        );
+    // Every pod the controllers created, judged against its owner's need
+    // on the server when it was created.
+    let (creates_seen, beyond_need) = creations.finish();
+    let beyond = beyond_need.len();
+    found.extend(
+        beyond_need
+            .into_iter()
+            .map(|b| format!("seed {seed}: created beyond need: {b}")),
+    );
+    let mut shard_summary = String::new();
+    match controllers {
+        Controllers::Single(running) => {
+            if let Some(r) = running {
+                problems.extend(
+                    stop_controllers(r)
+                        .await
+                        .into_iter()
+                        .map(|p| format!("seed {seed}: {p}")),
+                );
+            }
+        }
+        Controllers::Sharded(ring) => {
+            let log = Arc::clone(&ring.log);
+            shard_summary = format!(
+                "; sharded: {}, syncs per member {:?}",
+                ring.membership,
+                log.per_member()
+            );
+            problems.extend(ring.stop_all(seed).await);
+            // Checked once every member stopped: their last syncs are in.
+            found.extend(log.overlaps(seed));
+        }
     }
     let (owners, pods) = read_world(&client).await.unwrap_or_default();
     let faults = fault_counts(&cluster);
@@ -1123,7 +1222,7 @@ async fn run_seed(seed: u64, ops: usize, trace: bool) -> SeedReport {
          ops took {:?} virtual, settled in {settle_virtual:?} virtual \
          (waited {availability_waited:?} wall for {availability_waits} pods to become available), \
          {idle_requests:?} non-watch requests in {idle_virtual:?} virtual while idle; \
-         {:?} wall; {} violation(s)",
+         {creates_seen} creates watched, {beyond} beyond need; {:?} wall; {} violation(s){shard_summary}",
         driver.skipped,
         plan.watch_cut_after,
         owners.len(),
@@ -1223,9 +1322,9 @@ impl Drop for Watchdog {
     }
 }
 
-/// Seeds from `CTRLKIT_SOAK_SEEDS`, [`DEFAULT_SEEDS`] when unset.
-fn seeds_from_env() -> Vec<u64> {
-    std::env::var("CTRLKIT_SOAK_SEEDS").map_or_else(|_| DEFAULT_SEEDS.to_vec(), |s| parse_seeds(&s))
+/// Seeds from `CTRLKIT_SOAK_SEEDS`, `default` when unset.
+fn seeds_from_env(default: &[u64]) -> Vec<u64> {
+    std::env::var("CTRLKIT_SOAK_SEEDS").map_or_else(|_| default.to_vec(), |s| parse_seeds(&s))
 }
 
 /// `7`, `3,9,12`, `1..50` (50 excluded) or `1..=50`, mixed freely.
@@ -1257,8 +1356,24 @@ fn ops_from_env() -> usize {
 
 #[tokio::test(start_paused = true)]
 async fn chaos_soak() {
-    let seeds = seeds_from_env();
+    soak(DEFAULT_SEEDS, false).await;
+}
+
+/// The sharded mode: members of one ring join, leave, are killed and
+/// restarted on top of the faults; no owner may be synced by two at once.
+#[tokio::test(start_paused = true)]
+async fn sharded_soak() {
+    soak(DEFAULT_SHARDED_SEEDS, true).await;
+}
+
+async fn soak(default_seeds: &[u64], sharded: bool) {
+    let seeds = seeds_from_env(default_seeds);
     let ops = ops_from_env();
+    let mode = if sharded {
+        "sharded soak"
+    } else {
+        "chaos soak"
+    };
     let trace = std::env::var_os("CTRLKIT_SOAK_TRACE").is_some();
 
     let mut failed: BTreeSet<u64> = BTreeSet::new();
@@ -1269,7 +1384,7 @@ async fn chaos_soak() {
     for seed in &seeds {
         let watchdog = Watchdog::arm(*seed);
         let pumped = pump.advances();
-        let report = run_seed(*seed, ops, trace).await;
+        let report = run_seed(*seed, ops, trace, sharded).await;
         drop(watchdog);
         println!("{}", report.summary);
         let pumped = pump.advances() - pumped;
@@ -1287,13 +1402,13 @@ async fn chaos_soak() {
         all.extend(report.violations);
     }
     println!(
-        "chaos soak: {} seed(s), {ops} ops each, {} failed {failed:?}",
+        "{mode}: {} seed(s), {ops} ops each, {} failed {failed:?}",
         seeds.len(),
         failed.len()
     );
     assert!(
         all.is_empty(),
-        "chaos soak: {} violation(s) in seeds {failed:?} (rerun one with CTRLKIT_SOAK_SEEDS=<seed> CTRLKIT_SOAK_TRACE=1):\n{}",
+        "{mode}: {} violation(s) in seeds {failed:?} (rerun one with CTRLKIT_SOAK_SEEDS=<seed> CTRLKIT_SOAK_TRACE=1):\n{}",
         all.len(),
         all.join("\n")
     );

@@ -6,10 +6,12 @@ use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use ctrlkit_informer::{DeletedObject, EventHandler, Informer, ObjectKey};
+use ctrlkit_informer::{
+    DeletedObject, EventHandler, Informer, ObjectKey, compare_resource_versions,
+};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
@@ -25,8 +27,8 @@ use super::assign::assign;
 use super::catch_up::{Caches, CatchUp};
 use super::error::ShardError;
 use super::handover::{Handover, Inputs};
-use super::metrics::{HandoverLabels, MemberLabels, ShardMetrics};
-use super::ring::{Claims, Expired, RING_LABEL, RingView, claim_annotations};
+use super::metrics::{AnomalyLabels, HandoverLabels, MemberLabels, ShardMetrics};
+use super::ring::{Anomaly, Claims, Expired, RING_LABEL, RingView, claim_annotations, inspect};
 use super::slots::{SLOTS, SlotSet, slot_of_uid};
 
 /// How a member takes part in a ring.
@@ -204,6 +206,10 @@ pub struct ShardStats {
     /// Gained slots started before the caches caught up with the ring
     /// (see [`ShardConfig::catch_up_timeout`]).
     pub catch_up_timeouts: u64,
+    /// Ring Lease versions it saw edited by hand or with a skewed clock,
+    /// and writes or removals of its own Lease by someone else
+    /// (`ctrlkit_shard_lease_anomalies_total`).
+    pub lease_anomalies: u64,
 }
 
 #[derive(Default)]
@@ -214,6 +220,7 @@ struct Counters {
     skipped: AtomicU64,
     renew_failures: AtomicU64,
     catch_up_timeouts: AtomicU64,
+    lease_anomalies: AtomicU64,
     owners_held: AtomicU64,
     members: AtomicU64,
 }
@@ -260,6 +267,62 @@ pub(crate) struct Inner {
     wake: Notify,
     attached: Mutex<Vec<Attached>>,
     counters: Counters,
+    /// Set while the member deletes its own Lease on leaving.
+    leaving: AtomicBool,
+    /// The version of the member's own Lease last reported as written by
+    /// someone else (reported once per version).
+    reported_edit: Mutex<Option<String>>,
+    /// The last [`assign`]ment and the members it is for: it only changes
+    /// with the members, and the step runs every quarter renew period.
+    assignment: Mutex<Option<(Vec<String>, Vec<SlotSet>)>>,
+}
+
+impl Inner {
+    /// `assign(members)`, computed again only when the members change.
+    fn assignment(&self, members: &[String]) -> Vec<SlotSet> {
+        let mut memo = self.assignment.lock();
+        if let Some((of, slots)) = memo.as_ref()
+            && of.as_slice() == members
+        {
+            return slots.clone();
+        }
+        let names: Vec<&str> = members.iter().map(String::as_str).collect();
+        let slots = assign(&names);
+        *memo = Some((members.to_vec(), slots.clone()));
+        slots
+    }
+
+    /// Logs and counts something wrong with the ring Lease `lease`.
+    fn anomaly(&self, lease: &str, anomaly: Anomaly, detail: &str) {
+        let config = &self.config;
+        tracing::warn!(ring = %config.ring, member = %self.lease_name, namespace = %config.namespace, %lease, reason = anomaly.reason(), "suspect ring Lease: {detail}");
+        self.counters
+            .lease_anomalies
+            .fetch_add(1, Ordering::Relaxed);
+        if let Some(m) = &config.metrics {
+            m.lease_anomalies
+                .get_or_create(&AnomalyLabels {
+                    ring: self.labels.ring.clone(),
+                    member: self.labels.member.clone(),
+                    reason: anomaly.reason(),
+                })
+                .inc();
+        }
+    }
+
+    /// Checks a Lease version seen for the first time.
+    fn inspect(&self, lease: &Lease) {
+        let name = lease.metadata.name.as_deref().unwrap_or_default();
+        let found = inspect(
+            lease,
+            &self.config.ring,
+            self.config.lease_duration,
+            k8s_openapi::jiff::Timestamp::now(),
+        );
+        for (anomaly, detail) in found {
+            self.anomaly(name, anomaly, &detail);
+        }
+    }
 }
 
 /// One member of a shard ring: it holds a Lease in the ring's namespace,
@@ -334,6 +397,9 @@ impl ShardMember {
                 wake: Notify::new(),
                 attached: Mutex::new(Vec::new()),
                 counters: Counters::default(),
+                leaving: AtomicBool::new(false),
+                reported_edit: Mutex::new(None),
+                assignment: Mutex::new(None),
             }),
         })
     }
@@ -378,6 +444,7 @@ impl ShardMember {
             syncs_skipped: c.skipped.load(Ordering::Relaxed),
             renew_failures: c.renew_failures.load(Ordering::Relaxed),
             catch_up_timeouts: c.catch_up_timeouts.load(Ordering::Relaxed),
+            lease_anomalies: c.lease_anomalies.load(Ordering::Relaxed),
         }
     }
 
@@ -575,11 +642,31 @@ impl ShardMember {
                 expired,
             )
         };
-        let members: Vec<&str> = snapshot.members.iter().map(String::as_str).collect();
-        let desired = match members.iter().position(|m| *m == inner.lease_name) {
-            Some(i) if !fenced => assign(&members)[i],
+        let mut desired = match snapshot.members.iter().position(|m| *m == inner.lease_name) {
+            Some(i) if !fenced => inner.assignment(&snapshot.members)[i],
             _ => SlotSet::empty(),
         };
+        // Our own Lease in a version newer than our last write: someone
+        // else wrote it (a hand edit). The others act on what it claims
+        // now, so stop at once what it no longer shows (rule 1), and claim
+        // it again through the protocol; our next write restores it.
+        if let (Some((Some(rv), claims)), Some((_, written))) = (&snapshot.own, published)
+            && compare_resource_versions(rv, written).is_ok_and(std::cmp::Ordering::is_gt)
+        {
+            if inner.reported_edit.lock().replace(rv.clone()).as_ref() != Some(rv) {
+                inner.anomaly(
+                    &inner.lease_name,
+                    Anomaly::OwnLeaseEdited,
+                    &format!(
+                        "version {rv} is newer than our last write ({written}): written by someone else \
+                         (or a write of ours whose answer was lost); stopping the slots it no longer claims and rewriting it"
+                    ),
+                );
+            }
+            if let Claims::Valid(seen) = claims {
+                desired = desired.intersection(seen);
+            }
+        }
         let own_observed = match (&snapshot.own, published) {
             (Some((Some(rv), Claims::Valid(seen))), Some((claims, written)))
                 if rv == written && seen == claims =>
@@ -643,7 +730,8 @@ impl ShardMember {
             tracing::info!(ring = %config.ring, member = %inner.lease_name, slots = %changes.released, "released slots");
         }
         for (name, why) in &snapshot.invalid {
-            tracing::warn!(ring = %config.ring, member = %inner.lease_name, lease = %name, reason = %why, "a ring Lease has invalid claims: counting it as claiming every slot until it expires");
+            // Warned and counted once per version by the Lease handler.
+            tracing::debug!(ring = %config.ring, member = %inner.lease_name, lease = %name, reason = %why, "a ring Lease has invalid claims: counting it as claiming every slot until it expires");
         }
         let owners: usize = inner
             .attached
@@ -742,6 +830,7 @@ impl ShardMember {
                 _ = tokio::time::sleep(tick) => {}
             }
         }
+        inner.leaving.store(true, Ordering::SeqCst);
         write_lease(api, config, &inner.lease_name, &SlotSet::empty(), true)
             .await
             .map_err(|source| ShardError::Release {
@@ -860,18 +949,37 @@ fn collect_expired(api: &Api<Lease>, config: &ShardConfig, own: &str, lease: Exp
 /// Feeds the ring view from the Lease informer and wakes the loop.
 struct ViewHandler(Arc<Inner>);
 
-impl EventHandler<Lease> for ViewHandler {
-    fn on_add(&self, lease: &Arc<Lease>, _initial: bool) {
+impl ViewHandler {
+    fn observe(&self, lease: &Lease) {
         self.0.view.lock().observe(lease, Instant::now());
         self.0.wake.notify_one();
     }
+}
 
-    fn on_update(&self, _old: &Arc<Lease>, new: &Arc<Lease>) {
-        self.on_add(new, false);
+impl EventHandler<Lease> for ViewHandler {
+    fn on_add(&self, lease: &Arc<Lease>, _initial: bool) {
+        self.0.inspect(lease);
+        self.observe(lease);
+    }
+
+    fn on_update(&self, old: &Arc<Lease>, new: &Arc<Lease>) {
+        if old.metadata.resource_version != new.metadata.resource_version {
+            self.0.inspect(new);
+        }
+        self.observe(new);
     }
 
     fn on_delete(&self, lease: &DeletedObject<Lease>) {
         if let Some(name) = lease.object().metadata.name.as_deref() {
+            if name == self.0.lease_name && !self.0.leaving.load(Ordering::SeqCst) {
+                self.0.anomaly(
+                    name,
+                    Anomaly::OwnLeaseRemoved,
+                    "our own Lease was deleted or lost its ring label while we are live \
+                     (by hand, or by a member that saw it expire); the others keep its last claims \
+                     until it would have expired; re-creating it at the next renewal",
+                );
+            }
             self.0.view.lock().observe_gone(name);
         }
         self.0.wake.notify_one();
@@ -959,6 +1067,79 @@ mod tests {
         assert!(member.caught_up(&mut waiting, later).is_empty());
         assert_eq!(member.caught_up(&mut waiting, deadline), set("40"));
         assert_eq!(member.stats().catch_up_timeouts, 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_hand_edit_of_the_own_lease_stops_the_slots_it_no_longer_claims() {
+        let member = ShardMember::new(ShardConfig::new("ns", "ring", "a")).unwrap();
+        let set = |t: &str| -> SlotSet { t.parse().unwrap() };
+        let lease = |rv: &str, claims: &SlotSet| -> Lease {
+            let mut l = Lease::default();
+            l.metadata.name = Some("ring-a".into());
+            l.metadata.resource_version = Some(rv.into());
+            l.metadata.annotations = Some(
+                claim_annotations("ring-a", claims, false)
+                    .into_iter()
+                    .filter_map(|(k, v)| Some((k, v?)))
+                    .collect(),
+            );
+            l.spec = Some(LeaseSpec {
+                holder_identity: Some("a".into()),
+                lease_duration_seconds: Some(15),
+                ..LeaseSpec::default()
+            });
+            l
+        };
+        let now = Instant::now();
+        // Alone on the ring, holding everything, as last written (rv 5).
+        let mut handover = Handover {
+            active: SlotSet::full(),
+            claims: SlotSet::full(),
+        };
+        let published = Some((SlotSet::full(), "5".to_owned()));
+        member
+            .inner
+            .view
+            .lock()
+            .observe(&lease("5", &SlotSet::full()), now);
+        member.step(&mut handover, &mut Vec::new(), None, &published, false, now);
+        assert_eq!(handover.active, SlotSet::full());
+        assert_eq!(member.stats().lease_anomalies, 0);
+
+        // Someone rewrites its claims by hand, with a valid check (rv 7):
+        // another member could act on them, so the slots the Lease no
+        // longer claims stop at once, and the claims shrink to be written.
+        member
+            .inner
+            .view
+            .lock()
+            .observe(&lease("7", &set("0-9")), now);
+        member.step(&mut handover, &mut Vec::new(), None, &published, false, now);
+        assert_eq!(handover.active, set("0-9"));
+        assert_eq!(handover.claims, set("0-9"));
+        assert_eq!(member.stats().lease_anomalies, 1);
+        // Reported once per version.
+        member.step(&mut handover, &mut Vec::new(), None, &published, false, now);
+        assert_eq!(member.stats().lease_anomalies, 1);
+
+        // Our rewrite (rv 8) is seen: everything is claimed and, once that
+        // claim is seen too, started again through the protocol.
+        let published = Some((handover.claims, "8".to_owned()));
+        member
+            .inner
+            .view
+            .lock()
+            .observe(&lease("8", &handover.claims), now);
+        member.step(&mut handover, &mut Vec::new(), None, &published, false, now);
+        assert_eq!(handover.claims, SlotSet::full());
+        let published = Some((SlotSet::full(), "9".to_owned()));
+        member
+            .inner
+            .view
+            .lock()
+            .observe(&lease("9", &SlotSet::full()), now);
+        member.step(&mut handover, &mut Vec::new(), None, &published, false, now);
+        assert_eq!(handover.active, SlotSet::full());
     }
 
     #[test]

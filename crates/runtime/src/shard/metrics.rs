@@ -23,6 +23,16 @@ pub(crate) struct HandoverLabels {
     pub(crate) direction: &'static str,
 }
 
+/// The labels of the Lease anomaly counter.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct AnomalyLabels {
+    pub(crate) ring: String,
+    pub(crate) member: String,
+    /// `invalid_claims`, `holder_mismatch`, `clock_skew`,
+    /// `own_lease_edited` or `own_lease_removed`.
+    pub(crate) reason: &'static str,
+}
+
 /// The metric families shard members record into. Register once per
 /// registry with [`register`](Self::register) and hand clones to
 /// [`ShardConfig::metrics`](super::ShardConfig::metrics).
@@ -39,6 +49,7 @@ pub(crate) struct HandoverLabels {
 /// | `ctrlkit_shard_fenced_total` | counter | times the member stopped everything for want of renewals |
 /// | `ctrlkit_shard_invalid_leases` | gauge | ring Leases with unreadable or hand-edited claims |
 /// | `ctrlkit_shard_catch_up_timeouts_total` | counter | gained slots started before the caches caught up with the ring (failed open) |
+/// | `ctrlkit_shard_lease_anomalies_total{reason}` | counter | ring Lease versions seen edited by hand or with a skewed clock (`invalid_claims`, `holder_mismatch`, `clock_skew`), the member's own Lease written or removed by someone else (`own_lease_edited`, `own_lease_removed`) |
 #[derive(Clone, Debug, Default)]
 pub struct ShardMetrics {
     pub(crate) owners_held: Family<MemberLabels, Gauge>,
@@ -51,6 +62,7 @@ pub struct ShardMetrics {
     pub(crate) fenced: Family<MemberLabels, Counter>,
     pub(crate) invalid_leases: Family<MemberLabels, Gauge>,
     pub(crate) catch_up_timeouts: Family<MemberLabels, Counter>,
+    pub(crate) lease_anomalies: Family<AnomalyLabels, Counter>,
 }
 
 impl ShardMetrics {
@@ -99,6 +111,11 @@ impl ShardMetrics {
             "catch_up_timeouts",
             "Gained slots started before the caches reached the ring's resourceVersion",
             m.catch_up_timeouts.clone(),
+        );
+        r.register(
+            "lease_anomalies",
+            "Ring Lease versions seen edited by hand, with a skewed clock, or written or removed by someone else",
+            m.lease_anomalies.clone(),
         );
         m
     }

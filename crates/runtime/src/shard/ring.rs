@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::jiff::Timestamp;
 use tokio::time::Instant;
 
 use super::slots::{SlotSet, fnv1a_64};
@@ -92,6 +93,94 @@ impl Claims {
     }
 }
 
+/// Something wrong with a ring Lease, as a member observed it: logged as a
+/// warning and counted in `ctrlkit_shard_lease_anomalies_total{reason}`.
+/// None of them can make two members sync one owner at once (see
+/// `docs/sharding.md`, "Bad input"); they say that someone or something
+/// other than the ring's members is writing its Leases, or that clocks
+/// disagree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Anomaly {
+    /// The claims are missing, unreadable or fail their check (a hand
+    /// edit): the Lease counts as claiming every slot while it is live.
+    InvalidClaims,
+    /// `holderIdentity` is not the identity the Lease's name says
+    /// (`<ring>-<identity>`): edited by hand, or written by something else.
+    HolderMismatch,
+    /// `renewTime` is further from this member's wall clock than one lease
+    /// duration: clock skew between nodes, or a hand edit. Harmless, as
+    /// expiry is judged on the observer's own clock, never from it.
+    ClockSkew,
+    /// The member's own Lease was written by someone else (a version newer
+    /// than the member's last write): the member stops the slots it no
+    /// longer shows claimed and rewrites it.
+    OwnLeaseEdited,
+    /// The member's own Lease was deleted or lost its ring label while the
+    /// member was live: the member re-creates it at its next renewal.
+    OwnLeaseRemoved,
+}
+
+impl Anomaly {
+    /// The `reason` label.
+    pub(crate) fn reason(self) -> &'static str {
+        match self {
+            Anomaly::InvalidClaims => "invalid_claims",
+            Anomaly::HolderMismatch => "holder_mismatch",
+            Anomaly::ClockSkew => "clock_skew",
+            Anomaly::OwnLeaseEdited => "own_lease_edited",
+            Anomaly::OwnLeaseRemoved => "own_lease_removed",
+        }
+    }
+}
+
+/// What looks wrong on `lease` of ring `ring`, seen at wall-clock time
+/// `now`: invalid claims, a holder that does not match the name, a
+/// `renewTime` more than `skew_limit` away from `now`. Each with a
+/// sentence for the log.
+pub(crate) fn inspect(
+    lease: &Lease,
+    ring: &str,
+    skew_limit: Duration,
+    now: Timestamp,
+) -> Vec<(Anomaly, String)> {
+    let mut found = Vec::new();
+    if let Claims::Invalid(why) = Claims::of(lease) {
+        found.push((
+            Anomaly::InvalidClaims,
+            format!("{why}: counting it as claiming every slot until it expires"),
+        ));
+    }
+    let name = lease.metadata.name.as_deref().unwrap_or_default();
+    let spec = lease.spec.as_ref();
+    let holder = spec.and_then(|s| s.holder_identity.as_deref());
+    if holder.is_none_or(|h| format!("{ring}-{h}") != name) {
+        found.push((
+            Anomaly::HolderMismatch,
+            format!("holderIdentity {holder:?} does not match the Lease name {name:?}"),
+        ));
+    }
+    if let Some(renewed) = spec.and_then(|s| s.renew_time.as_ref()) {
+        let off = now.duration_since(renewed.0);
+        let off = Duration::try_from(off.abs()).unwrap_or(Duration::MAX);
+        if off > skew_limit {
+            let side = if renewed.0 > now {
+                "ahead of"
+            } else {
+                "behind"
+            };
+            found.push((
+                Anomaly::ClockSkew,
+                format!(
+                    "renewTime {} is {off:?} {side} this member's clock (clock skew, or a hand edit); \
+                     ignored: expiry is measured on this member's own clock",
+                    renewed.0
+                ),
+            ));
+        }
+    }
+    found
+}
+
 /// One member Lease, as last observed.
 #[derive(Debug, Clone)]
 pub(crate) struct Peer {
@@ -126,6 +215,13 @@ pub(crate) struct Expired {
 #[derive(Debug, Default)]
 pub(crate) struct RingView {
     peers: HashMap<String, Peer>,
+    /// Leases that expired here, with their version then: seen again in
+    /// that version (a relist, after a failed delete), a Lease stays
+    /// expired instead of counting as live for another lease duration,
+    /// and is handed back by [`prune`](Self::prune) to delete again.
+    expired: HashMap<String, Option<String>>,
+    /// Expired Leases seen again, to delete again.
+    again: Vec<Expired>,
 }
 
 /// The view boiled down for one step of the handover protocol.
@@ -149,6 +245,16 @@ impl RingView {
             return;
         };
         let rv = lease.metadata.resource_version.clone();
+        if rv.is_some() && self.expired.get(&name) == Some(&rv) {
+            // Its holder has not written it since it expired (and fenced
+            // itself before that, if it is alive at all).
+            self.again.push(Expired {
+                name,
+                resource_version: rv,
+            });
+            return;
+        }
+        self.expired.remove(&name);
         let duration = lease
             .spec
             .as_ref()
@@ -184,6 +290,7 @@ impl RingView {
 
     /// A Lease left the informer (deleted, or no longer labelled).
     pub(crate) fn observe_gone(&mut self, name: &str) {
+        self.expired.remove(name);
         if let Some(peer) = self.peers.get_mut(name) {
             peer.gone = true;
             if peer.released && peer.claims.effective().is_empty() {
@@ -193,9 +300,10 @@ impl RingView {
     }
 
     /// Drops Leases that expired; returns their names, with the
-    /// resourceVersion of those still in the informer (to garbage-collect).
+    /// resourceVersion of those still in the informer (to garbage-collect),
+    /// and the expired Leases seen again since (a delete that failed).
     pub(crate) fn prune(&mut self, now: Instant, min_duration: Duration) -> Vec<Expired> {
-        let expired: Vec<Expired> = self
+        let mut expired: Vec<Expired> = self
             .peers
             .iter()
             .filter(|(_, p)| p.expires(min_duration) <= now)
@@ -205,8 +313,14 @@ impl RingView {
             })
             .collect();
         for e in &expired {
-            self.peers.remove(&e.name);
+            // A Lease already gone from the informer cannot be listed
+            // again in the same version; one still there is deleted next,
+            // which forgets it (`observe_gone`) unless the delete fails.
+            if let Some(peer) = self.peers.remove(&e.name).filter(|p| !p.gone) {
+                self.expired.insert(e.name.clone(), peer.resource_version);
+            }
         }
+        expired.append(&mut self.again);
         expired
     }
 
@@ -289,6 +403,46 @@ mod tests {
         assert_eq!(Claims::of(&bare).effective(), SlotSet::full());
     }
 
+    #[test]
+    fn hand_edits_and_skewed_clocks_are_named() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+        let now: Timestamp = "2026-11-26T01:00:00Z".parse().unwrap();
+        let limit = Duration::from_secs(10);
+        let mut good = lease("r-a", "1", &"0-9".parse().unwrap(), false);
+        let spec = good.spec.as_mut().unwrap();
+        spec.holder_identity = Some("a".into());
+        spec.renew_time = Some(MicroTime("2026-11-26T00:59:58Z".parse().unwrap()));
+        assert_eq!(inspect(&good, "r", limit, now), vec![]);
+
+        let reasons = |l: &Lease| -> Vec<&str> {
+            inspect(l, "r", limit, now)
+                .iter()
+                .map(|(a, _)| a.reason())
+                .collect()
+        };
+        let mut edited = good.clone();
+        edited
+            .metadata
+            .annotations
+            .as_mut()
+            .unwrap()
+            .insert(CHECK_ANNOTATION.into(), "garbage".into());
+        edited.spec.as_mut().unwrap().holder_identity = Some("b".into());
+        assert_eq!(reasons(&edited), ["invalid_claims", "holder_mismatch"]);
+
+        for (renewed, side) in [
+            ("2026-11-26T02:00:00Z", "ahead of"),
+            ("2000-01-01T00:00:00Z", "behind"),
+        ] {
+            let mut skewed = good.clone();
+            skewed.spec.as_mut().unwrap().renew_time = Some(MicroTime(renewed.parse().unwrap()));
+            let found = inspect(&skewed, "r", limit, now);
+            assert_eq!(found.len(), 1, "{found:?}");
+            assert_eq!(found[0].0, Anomaly::ClockSkew);
+            assert!(found[0].1.contains(side), "{}", found[0].1);
+        }
+    }
+
     #[tokio::test(start_paused = true)]
     async fn expiry_counts_from_the_last_observed_change_on_the_local_clock() {
         let mut view = RingView::default();
@@ -317,6 +471,37 @@ mod tests {
             expired.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(),
             ["r-b"]
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_expired_lease_seen_again_in_the_same_version_stays_expired() {
+        let mut view = RingView::default();
+        let min = Duration::from_secs(10);
+        let t0 = Instant::now();
+        let dead = lease("r-b", "1", &"7".parse().unwrap(), false);
+        view.observe(&dead, t0);
+        let later = t0 + Duration::from_secs(11);
+        assert_eq!(view.prune(later, min).len(), 1);
+        // Its delete failed; a relist shows it again, unchanged: not live,
+        // its claims block nothing, and it is handed back to delete again.
+        view.observe(&dead, later);
+        let snap = view.snapshot("r-a", later, min);
+        assert!(
+            snap.members.is_empty() && snap.others_claims.is_empty(),
+            "{snap:?}"
+        );
+        assert_eq!(
+            view.prune(later, min),
+            vec![Expired {
+                name: "r-b".into(),
+                resource_version: Some("1".into())
+            }]
+        );
+        // Written again (its holder was only cut off): live again.
+        view.observe(&lease("r-b", "2", &"7".parse().unwrap(), false), later);
+        let snap = view.snapshot("r-a", later, min);
+        assert_eq!(snap.members, ["r-b"]);
+        assert!(snap.others_claims.contains(7));
     }
 
     #[tokio::test(start_paused = true)]

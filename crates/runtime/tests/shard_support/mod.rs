@@ -84,3 +84,83 @@ impl Member {
         }
     }
 }
+
+/// Who syncs which owner right now, across members: a sync that starts
+/// while another member's sync of the same owner runs is a violation.
+/// (The reconcile enters with [`SyncChecker::enter`] and holds the guard.)
+#[derive(Default)]
+pub(crate) struct SyncChecker {
+    holders: parking_lot::Mutex<std::collections::HashMap<ctrlkit_runtime::ObjectKey, String>>,
+    violations: std::sync::atomic::AtomicUsize,
+    syncs: std::sync::atomic::AtomicUsize,
+}
+
+/// A sync in progress; ends when dropped (also when a killed member's
+/// sync is cancelled mid-way).
+pub(crate) struct Syncing<'a> {
+    checker: &'a SyncChecker,
+    key: ctrlkit_runtime::ObjectKey,
+    member: String,
+}
+
+impl SyncChecker {
+    pub(crate) fn enter(&self, key: &ctrlkit_runtime::ObjectKey, member: &str) -> Syncing<'_> {
+        use std::sync::atomic::Ordering;
+        self.syncs.fetch_add(1, Ordering::SeqCst);
+        if let Some(other) = self.holders.lock().insert(key.clone(), member.to_owned()) {
+            eprintln!("VIOLATION: {key} synced by {member} while {other} syncs it");
+            self.violations.fetch_add(1, Ordering::SeqCst);
+        }
+        Syncing {
+            checker: self,
+            key: key.clone(),
+            member: member.to_owned(),
+        }
+    }
+
+    /// Syncs that started while another member synced the same owner.
+    pub(crate) fn violations(&self) -> usize {
+        self.violations.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Syncs so far.
+    pub(crate) fn syncs(&self) -> usize {
+        self.syncs.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl Drop for Syncing<'_> {
+    fn drop(&mut self) {
+        let mut holders = self.checker.holders.lock();
+        if holders.get(&self.key) == Some(&self.member) {
+            holders.remove(&self.key);
+        }
+    }
+}
+
+/// Samples the members' busy slots (held, or still syncing) every
+/// millisecond until the token is cancelled; the task returns how many
+/// samples found two members' busy slots overlapping.
+pub(crate) fn sample_busy_overlaps(
+    members: Vec<ShardMember>,
+) -> (CancellationToken, JoinHandle<usize>) {
+    let stop = CancellationToken::new();
+    let done = stop.clone();
+    let task = tokio::spawn(async move {
+        let mut overlaps = 0;
+        while !done.is_cancelled() {
+            let busy: Vec<_> = members.iter().map(ShardMember::busy_slots).collect();
+            for (i, a) in busy.iter().enumerate() {
+                for b in &busy[i + 1..] {
+                    if !a.intersection(b).is_empty() {
+                        eprintln!("OVERLAP: {}", a.intersection(b));
+                        overlaps += 1;
+                    }
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        overlaps
+    });
+    (stop, task)
+}
