@@ -1,11 +1,14 @@
 //! The one way handlers put keys on the queue: with a priority, through
-//! the admission seam.
+//! the admission seam, spaced by the batch period.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use ctrlkit_informer::ObjectKey;
 use ctrlkit_workqueue::WorkQueue;
+use tokio::time::Instant;
 
 /// The queue priority of keys from an informer's initial list and from
 /// periodic resyncs: below the default 0 of live changes, so changes made
@@ -41,6 +44,81 @@ impl Priority {
             Self::Normal
         }
     }
+
+    fn value(self) -> i32 {
+        match self {
+            Self::Normal => 0,
+            Self::Low => LOW_PRIORITY,
+        }
+    }
+}
+
+/// The batch period ([`ControllerBuilder::batch_period`](crate::ControllerBuilder::batch_period)):
+/// hands each key at most one slot per period. An event for a key whose
+/// last slot began a period or more ago takes a slot now (queued at
+/// once); any other event is queued for the key's next slot, which the
+/// workqueue's delayed adds of one key share. A deferred add never comes
+/// before the event it stands for, so no change goes unsynced; it comes at
+/// most one period after it.
+struct BatchPeriod {
+    period: Duration,
+    hasher: RandomState,
+    slots: Mutex<Slots>,
+}
+
+struct Slots {
+    /// When each key's latest slot begins, by a hash of the key: no key is
+    /// copied per event. Two keys sharing a hash only share their slots,
+    /// which can defer an event (by at most one period), never drop one.
+    last: HashMap<u64, Instant>,
+    /// The size at which slots more than a period old are dropped.
+    prune_at: usize,
+}
+
+/// Below this many keys the slots are never pruned.
+const MIN_PRUNE_AT: usize = 1024;
+
+impl BatchPeriod {
+    fn new(period: Duration) -> Self {
+        Self {
+            period,
+            hasher: RandomState::new(),
+            slots: Mutex::new(Slots {
+                last: HashMap::new(),
+                prune_at: MIN_PRUNE_AT,
+            }),
+        }
+    }
+
+    /// How long an event for `key` waits now: zero for a key without a
+    /// slot in the last period, else until its next slot.
+    fn delay(&self, key: &ObjectKey) -> Duration {
+        let hash = self.hasher.hash_one(key);
+        let now = Instant::now();
+        let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+        let period = self.period;
+        match slots.last.get_mut(&hash) {
+            Some(slot) if now < *slot + period => {
+                if *slot <= now {
+                    // The current slot has begun: the event needs the next.
+                    *slot += period;
+                }
+                *slot - now
+            }
+            Some(slot) => {
+                *slot = now;
+                Duration::ZERO
+            }
+            None => {
+                slots.last.insert(hash, now);
+                if slots.last.len() >= slots.prune_at {
+                    slots.last.retain(|_, slot| now < *slot + period);
+                    slots.prune_at = (slots.last.len() * 2).max(MIN_PRUNE_AT);
+                }
+                Duration::ZERO
+            }
+        }
+    }
 }
 
 /// Decides whether a key may enter the queue at all. The seam sharding
@@ -56,6 +134,7 @@ pub(crate) trait Admission: Send + Sync {
 pub(crate) struct Enqueuer {
     queue: WorkQueue<ObjectKey>,
     admission: Option<Arc<dyn Admission>>,
+    batch: Option<Arc<BatchPeriod>>,
 }
 
 impl Enqueuer {
@@ -64,6 +143,7 @@ impl Enqueuer {
         Self {
             queue,
             admission: None,
+            batch: None,
         }
     }
 
@@ -72,7 +152,18 @@ impl Enqueuer {
         queue: WorkQueue<ObjectKey>,
         admission: Option<Arc<dyn Admission>>,
     ) -> Self {
-        Self { queue, admission }
+        Self {
+            queue,
+            admission,
+            batch: None,
+        }
+    }
+
+    /// Spaces the adds of each key by `period` (none if zero), as
+    /// [`BatchPeriod`] describes.
+    pub(crate) fn with_batch_period(mut self, period: Duration) -> Self {
+        self.batch = (!period.is_zero()).then(|| Arc::new(BatchPeriod::new(period)));
+        self
     }
 
     fn admitted(&self, key: &ObjectKey, owner_uid: Option<&str>) -> bool {
@@ -85,9 +176,15 @@ impl Enqueuer {
         if !self.admitted(&key, owner_uid) {
             return;
         }
-        match priority {
-            Priority::Normal => self.queue.add(key),
-            Priority::Low => self.queue.add_with_priority(key, LOW_PRIORITY),
+        let delay = self
+            .batch
+            .as_ref()
+            .map_or(Duration::ZERO, |batch| batch.delay(&key));
+        if delay.is_zero() {
+            self.queue.add_with_priority(key, priority.value());
+        } else {
+            self.queue
+                .add_after_with_priority(key, delay, priority.value());
         }
     }
 
@@ -113,10 +210,8 @@ mod tests {
     #[tokio::test]
     async fn the_admission_seam_drops_keys_before_the_queue() {
         let queue = WorkQueue::new();
-        let enqueuer = Enqueuer {
-            queue: queue.clone(),
-            admission: Some(Arc::new(OnlyNamespace("mine"))),
-        };
+        let enqueuer =
+            Enqueuer::with_admission(queue.clone(), Some(Arc::new(OnlyNamespace("mine"))));
         enqueuer.add(ObjectKey::new("theirs", "a"), Some("u"), Priority::Normal);
         enqueuer.add_after(ObjectKey::new("theirs", "b"), None, Duration::ZERO);
         enqueuer.add(ObjectKey::new("mine", "c"), None, Priority::Low);

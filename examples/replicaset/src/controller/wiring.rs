@@ -173,6 +173,7 @@ impl<O: ReplicaOwner> Controller<O> {
             .event_reporter(O::CONTROLLER_NAME)
             .workers(options.workers.max(1))
             .expectations_ttl(options.expectations_ttl)
+            .batch_period(options.batch_period)
             .index(BY_CONTROLLER_UID, index_by_controller_uid)
             .owns_with(owns)
             .on_owner_deleted(move |key| forget.forget(&key.to_string()))
