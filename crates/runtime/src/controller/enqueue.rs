@@ -97,13 +97,16 @@ impl BatchPeriod {
         let now = Instant::now();
         let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
         let period = self.period;
+        // Durations, not `slot + period`: any period is valid, however long.
+        let open = |slot: Instant| slot > now || now - slot < period;
         match slots.last.get_mut(&hash) {
-            Some(slot) if now < *slot + period => {
-                if *slot <= now {
-                    // The current slot has begun: the event needs the next.
-                    *slot += period;
-                }
-                *slot - now
+            Some(slot) if *slot > now => *slot - now,
+            Some(slot) if open(*slot) => {
+                // The current slot has begun: the event needs the next.
+                let wait = period - (now - *slot);
+                // Past the clock's range the slot stays: the same wait again.
+                *slot = now.checked_add(wait).unwrap_or(*slot);
+                wait
             }
             Some(slot) => {
                 *slot = now;
@@ -112,7 +115,7 @@ impl BatchPeriod {
             None => {
                 slots.last.insert(hash, now);
                 if slots.last.len() >= slots.prune_at {
-                    slots.last.retain(|_, slot| now < *slot + period);
+                    slots.last.retain(|_, slot| open(*slot));
                     slots.prune_at = (slots.last.len() * 2).max(MIN_PRUNE_AT);
                 }
                 Duration::ZERO
@@ -217,6 +220,27 @@ mod tests {
         enqueuer.add(ObjectKey::new("mine", "c"), None, Priority::Low);
         assert_eq!(queue.len(), 1);
         assert_eq!(queue.get().await, Some(ObjectKey::new("mine", "c")));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn any_batch_period_is_valid_and_never_drops_a_key() {
+        for period in [Duration::from_millis(1), Duration::MAX] {
+            let queue = WorkQueue::new();
+            let enqueuer = Enqueuer::new(queue.clone()).with_batch_period(period);
+            let key = ObjectKey::new("ns", "a");
+            enqueuer.add(key.clone(), None, Priority::Normal);
+            assert_eq!(queue.try_get(), Some(key.clone()), "the first at once");
+            queue.done(&key);
+            enqueuer.add(key.clone(), None, Priority::Normal);
+            enqueuer.add(key.clone(), None, Priority::Low);
+            assert!(queue.is_empty(), "the others wait for the next slot");
+            if period == Duration::from_millis(1) {
+                assert_eq!(queue.get().await, Some(key.clone()));
+                queue.done(&key);
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                assert!(queue.is_empty(), "one add for both events");
+            }
+        }
     }
 
     #[tokio::test]
