@@ -35,7 +35,10 @@ impl<O: ReplicaOwner> Writers<O> {
     /// Writers through `client`; pod writes also pass `fence`; every event
     /// (pod creates and deletes, warnings) goes through `recorder`.
     fn kube(client: kube::Client, fence: LeaderFence, recorder: Recorder) -> Self {
-        let pods = KubePodControl::with_event_recorder(client.clone(), recorder.clone());
+        // A created pod is tracked by its identity only (expectations,
+        // read-own-writes, the event): its response is not decoded in full.
+        let pods = KubePodControl::with_event_recorder(client.clone(), recorder.clone())
+            .with_created_metadata_only();
         Self {
             pod_control: Arc::new(pods.with_write_gate(Arc::new(fence))),
             owner_client: Arc::new(KubeOwnerClient::new(client)),
