@@ -179,10 +179,12 @@ impl Enqueuer {
         if !self.admitted(&key, owner_uid) {
             return;
         }
-        let delay = self
-            .batch
-            .as_ref()
-            .map_or(Duration::ZERO, |batch| batch.delay(&key));
+        // A key still waiting in the queue takes the event into its coming
+        // sync (which reads the cache after it), as without a batch period.
+        let delay = match &self.batch {
+            Some(batch) if !self.queue.is_queued(&key) => batch.delay(&key),
+            _ => Duration::ZERO,
+        };
         if delay.is_zero() {
             self.queue.add_with_priority(key, priority.value());
         } else {
@@ -241,6 +243,19 @@ mod tests {
                 assert!(queue.is_empty(), "one add for both events");
             }
         }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_event_for_a_key_waiting_in_the_queue_folds_into_it() {
+        let queue = WorkQueue::new();
+        let enqueuer = Enqueuer::new(queue.clone()).with_batch_period(Duration::from_secs(1));
+        let key = ObjectKey::new("ns", "a");
+        enqueuer.add(key.clone(), None, Priority::Normal);
+        enqueuer.add(key.clone(), None, Priority::Normal);
+        assert_eq!(queue.try_get(), Some(key.clone()));
+        queue.done(&key);
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert!(queue.is_empty(), "no delayed add for the folded event");
     }
 
     #[tokio::test]
