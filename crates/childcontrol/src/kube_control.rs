@@ -109,6 +109,8 @@ pub struct KubeChildControl<C> {
     noun: String,
     create_action: String,
     delete_action: String,
+    /// [`with_created_metadata_only`](KubeChildControl::with_created_metadata_only).
+    created_metadata_only: bool,
     _child: PhantomData<fn() -> C>,
 }
 
@@ -122,6 +124,7 @@ impl<C> Clone for KubeChildControl<C> {
             noun: self.noun.clone(),
             create_action: self.create_action.clone(),
             delete_action: self.delete_action.clone(),
+            created_metadata_only: self.created_metadata_only,
             _child: PhantomData,
         }
     }
@@ -134,6 +137,7 @@ impl<C> fmt::Debug for KubeChildControl<C> {
             .field("records_events", &self.events.is_some())
             .field("write_gate", &self.gate.is_some())
             .field("field_manager", &self.field_manager)
+            .field("created_metadata_only", &self.created_metadata_only)
             .finish_non_exhaustive()
     }
 }
@@ -184,6 +188,7 @@ impl<C: ChildResource> KubeChildControl<C> {
             noun: kind.to_lowercase(),
             create_action: format!("Create{kind}"),
             delete_action: format!("Delete{kind}"),
+            created_metadata_only: false,
             _child: PhantomData,
         }
     }
@@ -204,6 +209,20 @@ impl<C: ChildResource> KubeChildControl<C> {
         self
     }
 
+    /// Reads only the metadata the server assigns (name, namespace, uid,
+    /// resourceVersion, generation, creationTimestamp) from each create's
+    /// response, skipping the rest of the body unread, and returns the
+    /// child as sent with that metadata. Cheaper for a controller that
+    /// creates many children and only tracks their identity (expectations,
+    /// read-own-writes, events); what the server fills in beyond that
+    /// metadata (defaults, status) is then absent from the returned child.
+    /// Off by default: the whole created object is decoded.
+    #[must_use]
+    pub fn with_created_metadata_only(mut self) -> Self {
+        self.created_metadata_only = true;
+        self
+    }
+
     /// The client requests go through.
     pub fn client(&self) -> &Client {
         &self.client
@@ -211,6 +230,32 @@ impl<C: ChildResource> KubeChildControl<C> {
 
     fn api(&self, namespace: &str) -> Api<C> {
         <C::Scope as ObjectScope>::api(self.client.clone(), Some(namespace))
+    }
+
+    /// Creates `child`: the stored object, or with
+    /// [`with_created_metadata_only`](Self::with_created_metadata_only)
+    /// `child` with the metadata the server assigned.
+    async fn post(&self, namespace: &str, child: C) -> Result<C, kube::Error> {
+        let api = self.api(namespace);
+        if !self.created_metadata_only {
+            return api.create(&PostParams::default(), &child).await;
+        }
+        let body = serde_json::to_vec(&child).map_err(kube::Error::SerdeError)?;
+        let mut request = kube::core::Request::new(api.resource_url())
+            .create(&PostParams::default(), body)
+            .map_err(kube::Error::BuildRequest)?;
+        request.extensions_mut().insert("create");
+        let created: Assigned = self.client.request(request).await?;
+        let mut child = child;
+        let meta = child.meta_mut();
+        let assigned = created.metadata;
+        meta.name = assigned.name.or(meta.name.take());
+        meta.namespace = assigned.namespace.or(meta.namespace.take());
+        meta.uid = assigned.uid;
+        meta.resource_version = assigned.resource_version;
+        meta.generation = assigned.generation;
+        meta.creation_timestamp = assigned.creation_timestamp;
+        Ok(child)
     }
 
     /// The namespace a child of this kind lives in: `namespace` for a
@@ -273,11 +318,7 @@ impl<C: ChildResource> KubeChildControl<C> {
         let child = child_from_template(template, namespace, controller_ref)?;
         self.check_gate(Operation::Create, namespace, child.meta().name.as_deref())?;
         let owner_name = owner.name.as_deref().unwrap_or(&controller_ref.name);
-        match self
-            .api(namespace)
-            .create(&PostParams::default(), &child)
-            .await
-        {
+        match self.post(namespace, child).await {
             Ok(created) => {
                 let name = created.meta().name.as_deref().unwrap_or_default();
                 tracing::debug!(namespace, child = name, kind = %self.noun, owner = owner_name, "created child");
@@ -416,4 +457,22 @@ impl<C: ChildResource> ChildControl<C> for KubeChildControl<C> {
     ) -> Result<C, ChildControlError> {
         self.patch_with(namespace, name, patch).await
     }
+}
+
+/// What a create's response is read for with
+/// [`KubeChildControl::with_created_metadata_only`]; serde skips the rest.
+#[derive(serde::Deserialize)]
+struct Assigned {
+    metadata: AssignedMeta,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AssignedMeta {
+    name: Option<String>,
+    namespace: Option<String>,
+    uid: Option<String>,
+    resource_version: Option<String>,
+    generation: Option<i64>,
+    creation_timestamp: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
 }

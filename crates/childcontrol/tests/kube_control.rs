@@ -216,6 +216,49 @@ async fn create_posts_the_child_and_records_successful_create() {
 }
 
 #[tokio::test]
+async fn created_metadata_only_returns_the_child_sent_with_the_assigned_metadata() {
+    // The server also fills in a field the child was sent without.
+    let (client, _seen) = mock_client(Arc::new(|req: &Seen| {
+        let (code, mut body) = healthy(req);
+        if req.method == Method::POST && !req.is_event() {
+            body["immutable"] = json!(true);
+            body["metadata"]["creationTimestamp"] = json!("2026-11-26T01:00:00Z");
+            body["metadata"]["managedFields"] = json!([{"manager": "x", "operation": "Update"}]);
+        }
+        (code, body)
+    }));
+    let control = KubeChildControl::<ConfigMap>::without_events(client);
+    let full = control
+        .create("ns", &template(), &owner(), &controller_ref())
+        .await
+        .unwrap();
+    assert_eq!(full.immutable, Some(true), "by default the stored object");
+
+    let slim = control
+        .clone()
+        .with_created_metadata_only()
+        .create("ns", &template(), &owner(), &controller_ref())
+        .await
+        .unwrap();
+    assert_eq!(slim.metadata.name.as_deref(), Some("web-config-q8x2z"));
+    assert_eq!(slim.metadata.namespace.as_deref(), Some("ns"));
+    assert_eq!(slim.metadata.uid.as_deref(), Some("child-uid-1"));
+    assert_eq!(slim.metadata.resource_version.as_deref(), Some("42"));
+    assert_eq!(
+        slim.metadata.creation_timestamp,
+        full.metadata.creation_timestamp
+    );
+    assert!(slim.metadata.creation_timestamp.is_some());
+    assert_eq!(
+        slim.metadata.owner_references,
+        full.metadata.owner_references
+    );
+    assert_eq!(slim.data, full.data, "as sent");
+    assert_eq!(slim.immutable, None, "the rest of the response is not read");
+    assert_eq!(slim.metadata.managed_fields, None);
+}
+
+#[tokio::test]
 async fn failures_record_the_servers_message_not_a_debug_dump() {
     let quota = status(
         403,

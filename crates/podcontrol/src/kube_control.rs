@@ -119,6 +119,17 @@ impl KubePodControl {
         self
     }
 
+    /// Reads only the metadata the server assigns (name, uid,
+    /// resourceVersion, ...) from each create's response and returns the
+    /// pod as sent with it: no defaults or status, but no full decode of
+    /// the created pod and its `managedFields` either (see
+    /// [`KubeChildControl::with_created_metadata_only`]). Off by default.
+    #[must_use]
+    pub fn with_created_metadata_only(mut self) -> Self {
+        self.pods = self.pods.with_created_metadata_only();
+        self
+    }
+
     /// The generic child control behind this one.
     pub fn child_control(&self) -> &KubeChildControl<Pod> {
         &self.pods

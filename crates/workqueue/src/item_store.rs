@@ -173,7 +173,6 @@ impl<T: Hash + Eq, S: CellState> ItemStore<T, S> {
     }
 
     /// The cell holding `item`.
-    #[cfg(test)]
     pub(crate) fn find(&self, item: &T) -> Option<Slot> {
         let cells = &self.cells;
         self.index

@@ -264,6 +264,14 @@ where
         }
     }
 
+    /// Whether `item` waits to be handed out (queued, not being processed
+    /// and not only waiting for a delay). A snapshot: a `get` may take it
+    /// right after. An event a waiting item already stands for needs no
+    /// delayed add of its own.
+    pub fn is_queued(&self, item: &T) -> bool {
+        self.shared.lock().queue.is_queued(item)
+    }
+
     /// Number of items waiting to be handed out. Items being processed
     /// (even if added again meanwhile) and items waiting for a delay are not
     /// counted, as in client-go.

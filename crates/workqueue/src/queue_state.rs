@@ -200,6 +200,14 @@ impl<T: Hash + Eq + Clone> QueueState<T> {
         outcome
     }
 
+    /// Whether `item` waits to be handed out.
+    pub(crate) fn is_queued(&self, item: &T) -> bool {
+        self.items
+            .find(item)
+            .and_then(|slot| self.items.state(slot))
+            .is_some_and(|state| state.has(QUEUED))
+    }
+
     /// Number of items stored (queued or processing).
     #[cfg(test)]
     pub(crate) fn known(&self) -> usize {

@@ -275,6 +275,7 @@ pub struct ControllerBuilder<'a, K> {
     owner_deleted: Option<super::handlers::OwnerDeletedFn>,
     stale_skip: Option<super::StaleSkipFn>,
     owner_update_filter: Option<super::handlers::UpdateFilter<K>>,
+    batch_period: Duration,
     shard: Option<crate::shard::ShardMember>,
 }
 
@@ -294,6 +295,7 @@ impl<K> fmt::Debug for ControllerBuilder<'_, K> {
             .field("on_owner_deleted", &self.owner_deleted.is_some())
             .field("on_stale_skip", &self.stale_skip.is_some())
             .field("owner_update_filter", &self.owner_update_filter.is_some())
+            .field("batch_period", &self.batch_period)
             .finish_non_exhaustive()
     }
 }
@@ -338,6 +340,7 @@ impl<'a, K: Watchable> ControllerBuilder<'a, K> {
             owner_deleted: None,
             stale_skip: None,
             owner_update_filter: None,
+            batch_period: Duration::ZERO,
             shard: None,
         }
     }
@@ -432,6 +435,31 @@ impl<'a, K: Watchable> ControllerBuilder<'a, K> {
     /// `MaxConcurrentReconciles`); 1 by default. Zero is a build error.
     pub fn workers(mut self, workers: usize) -> Self {
         self.workers = workers;
+        self
+    }
+
+    /// Folds the events of one owner that arrive close together into one
+    /// reconcile, without delaying the first: an event for an owner whose
+    /// last reconcile was queued `period` or longer ago queues it at once
+    /// (and opens a new period); any other event queues it for the end of
+    /// the current period, where all of them share one reconcile. So each
+    /// owner is reconciled at most about once per `period` while events
+    /// keep coming, an owner that was quiet reacts at once, and no event
+    /// waits longer than `period`. An event during a reconcile still gets a
+    /// reconcile after it (the queue's usual rule).
+    ///
+    /// Off (zero) by default, as in controller-runtime, where every event
+    /// queues its key at once. It suits controllers whose owners see bursts
+    /// of child events, each needing no more than one look at the end:
+    /// upstream's Job controller queues pod events after its one-second
+    /// `syncJobBatchPeriod`, and the EndpointSlice controller has
+    /// `--endpointslice-updates-batch-period`; those delay the first event
+    /// too. Applies to every key the controller's event handlers queue (the
+    /// owner's own events, its children's, watched objects'), not to
+    /// requeues a reconcile asks for, retries, or the delayed looks of
+    /// [`Owns::requeue_after`].
+    pub fn batch_period(mut self, period: Duration) -> Self {
+        self.batch_period = period;
         self
     }
 
@@ -634,7 +662,8 @@ impl<'a, K: Watchable> ControllerBuilder<'a, K> {
                 shard.clone().map(|member| {
                     Arc::new(crate::shard::ShardAdmission(member)) as Arc<dyn super::Admission>
                 }),
-            ),
+            )
+            .with_batch_period(self.batch_period),
             Arc::clone(&expectations),
             consistency.clone(),
             self.owner_deleted,

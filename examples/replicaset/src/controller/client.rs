@@ -6,6 +6,7 @@ use std::fmt;
 use async_trait::async_trait;
 use kube::Api;
 use kube::api::PostParams;
+use serde::Deserialize;
 
 use crate::owner::ReplicaOwner;
 
@@ -25,7 +26,8 @@ pub trait OwnerClient<O>: Send + Sync {
 
     /// Replaces the owner's status (a PUT of the `status` subresource
     /// carrying `owner`'s resourceVersion, so a stale object gets a 409
-    /// Conflict) and returns the stored object.
+    /// Conflict) and returns the stored object: at least `owner` with the
+    /// resourceVersion (and generation) the write was stored at.
     ///
     /// # Errors
     /// The API error.
@@ -59,12 +61,41 @@ impl<O: ReplicaOwner> OwnerClient<O> for KubeOwnerClient {
             .await
     }
 
+    /// The response body is read for its resourceVersion and generation
+    /// only, not decoded into a whole owner: the write carried `owner`'s
+    /// resourceVersion, so the server stored exactly `owner`'s spec and
+    /// metadata with the status sent, and the returned owner is `owner`
+    /// with the stored resourceVersion and generation.
     async fn update_status(&self, owner: &O) -> Result<O, kube::Error> {
         let meta = owner.meta();
         let namespace = meta.namespace.as_deref().unwrap_or_default();
         let name = meta.name.as_deref().unwrap_or_default();
-        Api::<O>::namespaced(self.client.clone(), namespace)
-            .replace_status(name, &PostParams::default(), owner)
-            .await
+        let body = serde_json::to_vec(owner).map_err(kube::Error::SerdeError)?;
+        let mut request = kube::core::Request::new(O::url_path(&(), Some(namespace)))
+            .replace_subresource("status", name, &PostParams::default(), body)
+            .map_err(kube::Error::BuildRequest)?;
+        request.extensions_mut().insert("replace_status");
+        let stored: Stored = self.client.request(request).await?;
+        let mut updated = owner.clone();
+        let meta = updated.meta_mut();
+        meta.resource_version = stored.metadata.resource_version;
+        if stored.metadata.generation.is_some() {
+            meta.generation = stored.metadata.generation;
+        }
+        Ok(updated)
     }
+}
+
+/// What a status write's response is read for; serde skips the rest of
+/// the body unread.
+#[derive(Deserialize)]
+struct Stored {
+    metadata: StoredMeta,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StoredMeta {
+    resource_version: Option<String>,
+    generation: Option<i64>,
 }

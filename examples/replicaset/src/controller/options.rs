@@ -17,6 +17,9 @@ pub const BURST_REPLICAS: usize = 500;
 /// `--concurrent-replicaset-syncs` / `--concurrent-rc-syncs`.
 pub const DEFAULT_WORKERS: usize = 5;
 
+/// The default [`ControllerOptions::batch_period`] (see there why).
+const DEFAULT_BATCH_PERIOD: Duration = Duration::from_millis(250);
+
 /// Settings of a [`Controller`](crate::Controller). `Default` gives upstream's numbers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ControllerOptions {
@@ -47,6 +50,16 @@ pub struct ControllerOptions {
     /// controller reads (default `false`: full pods, as other users of a
     /// shared pod informer may need them; the binaries turn it on).
     pub slim_pod_cache: bool,
+    /// Events for one owner within this period of its last sync share one
+    /// sync at the period's end; the first event of a quiet owner is synced
+    /// at once ([`ctrlkit_runtime::ControllerBuilder::batch_period`]).
+    /// Default 250 ms: it folds the pod events of one burst (the creates of
+    /// one sync, the pods turning ready a few milliseconds apart, the echo
+    /// of the status write) into a few syncs, while a status lags its pods
+    /// by at most a quarter second (upstream's Job controller waits a full
+    /// second on every pod event). Zero queues every event at once, as
+    /// upstream's ReplicaSet controller does.
+    pub batch_period: Duration,
 }
 
 impl ControllerOptions {
@@ -71,6 +84,7 @@ impl Default for ControllerOptions {
             read_own_writes_max_wait: ctrlkit_consistency::DEFAULT_MAX_WAIT,
             expectations_ttl: DEFAULT_EXPECTATIONS_TTL,
             slim_pod_cache: false,
+            batch_period: DEFAULT_BATCH_PERIOD,
         }
     }
 }

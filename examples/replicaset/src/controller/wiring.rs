@@ -35,7 +35,10 @@ impl<O: ReplicaOwner> Writers<O> {
     /// Writers through `client`; pod writes also pass `fence`; every event
     /// (pod creates and deletes, warnings) goes through `recorder`.
     fn kube(client: kube::Client, fence: LeaderFence, recorder: Recorder) -> Self {
-        let pods = KubePodControl::with_event_recorder(client.clone(), recorder.clone());
+        // A created pod is tracked by its identity only (expectations,
+        // read-own-writes, the event): its response is not decoded in full.
+        let pods = KubePodControl::with_event_recorder(client.clone(), recorder.clone())
+            .with_created_metadata_only();
         Self {
             pod_control: Arc::new(pods.with_write_gate(Arc::new(fence))),
             owner_client: Arc::new(KubeOwnerClient::new(client)),
@@ -173,6 +176,7 @@ impl<O: ReplicaOwner> Controller<O> {
             .event_reporter(O::CONTROLLER_NAME)
             .workers(options.workers.max(1))
             .expectations_ttl(options.expectations_ttl)
+            .batch_period(options.batch_period)
             .index(BY_CONTROLLER_UID, index_by_controller_uid)
             .owns_with(owns)
             .on_owner_deleted(move |key| forget.forget(&key.to_string()))
