@@ -72,6 +72,13 @@ pub struct ControllerArgs {
     #[arg(long, value_name = "BOOL", default_value_t = true, num_args = 0..=1,
           default_missing_value = "true", action = clap::ArgAction::Set)]
     pub slim_pod_cache: bool,
+
+    /// Events for one owner within this period of its last sync share one
+    /// sync at the period's end; the first event of a quiet owner is synced
+    /// at once. "0" queues every event at once, as upstream does. A number
+    /// with `ms` or `s`.
+    #[arg(long, value_name = "DURATION", default_value = "250ms", value_parser = parse_period)]
+    pub batch_period: Duration,
 }
 
 impl ControllerArgs {
@@ -83,6 +90,7 @@ impl ControllerArgs {
             churn_guard: self.churn_guard_options(),
             read_own_writes: self.read_own_writes,
             slim_pod_cache: self.slim_pod_cache,
+            batch_period: self.batch_period,
             ..ControllerOptions::default()
         }
     }
@@ -99,6 +107,24 @@ impl ControllerArgs {
             failed_pods_kept: self.churn_failed_pods_kept,
         }
     }
+}
+
+/// `250ms`, `1s` or `0`: a period of at most an hour.
+fn parse_period(s: &str) -> Result<Duration, String> {
+    let (digits, unit) = match s.strip_suffix("ms") {
+        Some(ms) => (ms, Duration::from_millis(1)),
+        None => (s.strip_suffix('s').unwrap_or(s), Duration::from_secs(1)),
+    };
+    let bad = || format!("'{s}' is not a period such as 250ms, 1s or 0");
+    let n: u32 = digits.parse().map_err(|_| bad())?;
+    let period = unit * n;
+    if period > Duration::from_secs(3600) {
+        return Err(format!("'{s}' is longer than an hour"));
+    }
+    if n != 0 && s == digits {
+        return Err(bad()); // a bare number other than 0 has no unit
+    }
+    Ok(period)
 }
 
 fn parse_positive(s: &str) -> Result<usize, String> {
@@ -208,6 +234,30 @@ mod tests {
             assert!(!options.read_own_writes, "{flags:?}");
         }
         assert!(parse(&["--read-own-writes=maybe"]).is_err());
+    }
+
+    #[test]
+    fn batch_period_flag() {
+        let period = |flags: &[&str]| parse(flags).map(|a| a.controller_options().batch_period);
+        assert_eq!(period(&[]).unwrap(), crate::DEFAULT_BATCH_PERIOD);
+        assert_eq!(period(&["--batch-period=0"]).unwrap(), Duration::ZERO);
+        assert_eq!(
+            period(&["--batch-period=1s"]).unwrap(),
+            Duration::from_secs(1)
+        );
+        assert_eq!(
+            period(&["--batch-period", "40ms"]).unwrap(),
+            Duration::from_millis(40)
+        );
+        for bad in ["250", "1.5s", "fast", "2h", "3601s", "99999999999ms"] {
+            let err = period(&["--batch-period", bad]).unwrap_err().to_string();
+            assert!(err.contains(bad), "{bad}: {err}");
+        }
+        assert_eq!(
+            ControllerOptions::default().batch_period,
+            Duration::ZERO,
+            "library users get upstream's behaviour"
+        );
     }
 
     #[test]

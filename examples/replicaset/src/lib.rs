@@ -175,11 +175,11 @@ mod error;
 mod owner;
 
 pub use controller::{
-    BURST_REPLICAS, Controller, ControllerMetrics, ControllerOptions, DEFAULT_WORKERS,
-    EMPTY_SELECTOR_REASON, FAILED_CREATE_REASON, FAILED_DELETE_REASON, INVALID_SELECTOR_REASON,
-    KubeOwnerClient, OwnerClient, ReplicaSetController, ReplicationManager,
-    SELECTOR_MISMATCH_REASON, calculate_status, desired_replicas, owners_selecting, slim_pod,
-    status_unchanged,
+    BURST_REPLICAS, Controller, ControllerMetrics, ControllerOptions, DEFAULT_BATCH_PERIOD,
+    DEFAULT_WORKERS, EMPTY_SELECTOR_REASON, FAILED_CREATE_REASON, FAILED_DELETE_REASON,
+    INVALID_SELECTOR_REASON, KubeOwnerClient, OwnerClient, ReplicaSetController,
+    ReplicationManager, SELECTOR_MISMATCH_REASON, calculate_status, desired_replicas,
+    owners_selecting, slim_pod, status_unchanged,
 };
 pub use controller::{
     ChurnGuardOptions, DEFAULT_CHURN_BACKOFF_BASE, DEFAULT_CHURN_BACKOFF_MAX,

@@ -355,6 +355,7 @@ struct Running {
 
 /// What the soak runs: both controllers once, or the members of a shard
 /// ring, each running both.
+#[allow(clippy::large_enum_variant)] // one per seed, never moved in a loop
 enum Controllers {
     Single(Option<Running>),
     Sharded(sharded::Ring),
@@ -367,6 +368,8 @@ fn soak_options() -> ControllerOptions {
         // `CTRLKIT_SOAK_READ_OWN_WRITES=0` soaks the controllers without
         // read-own-writes (as upstream with the gate off).
         read_own_writes: std::env::var("CTRLKIT_SOAK_READ_OWN_WRITES").as_deref() != Ok("0"),
+        // As the binaries run.
+        batch_period: ctrlkit_replicaset::DEFAULT_BATCH_PERIOD,
         ..ControllerOptions::default()
     }
 }

@@ -37,7 +37,7 @@ pub use churn::{
 pub use client::{KubeOwnerClient, OwnerClient};
 pub use invalid_spec::{EMPTY_SELECTOR_REASON, INVALID_SELECTOR_REASON, SELECTOR_MISMATCH_REASON};
 pub use metrics::ControllerMetrics;
-pub use options::{BURST_REPLICAS, ControllerOptions, DEFAULT_WORKERS};
+pub use options::{BURST_REPLICAS, ControllerOptions, DEFAULT_BATCH_PERIOD, DEFAULT_WORKERS};
 pub use pods::owners_selecting;
 pub use slim_pod::slim_pod;
 pub use status::{

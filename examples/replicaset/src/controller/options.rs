@@ -17,8 +17,9 @@ pub const BURST_REPLICAS: usize = 500;
 /// `--concurrent-replicaset-syncs` / `--concurrent-rc-syncs`.
 pub const DEFAULT_WORKERS: usize = 5;
 
-/// The default [`ControllerOptions::batch_period`] (see there why).
-const DEFAULT_BATCH_PERIOD: Duration = Duration::from_millis(250);
+/// The binaries' `--batch-period` default (see
+/// [`ControllerOptions::batch_period`] why); library users opt in.
+pub const DEFAULT_BATCH_PERIOD: Duration = Duration::from_millis(250);
 
 /// Settings of a [`Controller`](crate::Controller). `Default` gives upstream's numbers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,12 +54,13 @@ pub struct ControllerOptions {
     /// Events for one owner within this period of its last sync share one
     /// sync at the period's end; the first event of a quiet owner is synced
     /// at once ([`ctrlkit_runtime::ControllerBuilder::batch_period`]).
-    /// Default 250 ms: it folds the pod events of one burst (the creates of
-    /// one sync, the pods turning ready a few milliseconds apart, the echo
-    /// of the status write) into a few syncs, while a status lags its pods
-    /// by at most a quarter second (upstream's Job controller waits a full
-    /// second on every pod event). Zero queues every event at once, as
-    /// upstream's ReplicaSet controller does.
+    /// Default zero: every event is queued at once, as upstream's
+    /// ReplicaSet controller does. The binaries use
+    /// [`DEFAULT_BATCH_PERIOD`] (250 ms): it folds the pod events of one
+    /// burst (the creates of one sync, the pods turning ready a few
+    /// milliseconds apart, the echo of the status write) into a few syncs,
+    /// while a status lags its pods by at most a quarter second (upstream's
+    /// Job controller waits a full second on every pod event).
     pub batch_period: Duration,
 }
 
@@ -84,7 +86,7 @@ impl Default for ControllerOptions {
             read_own_writes_max_wait: ctrlkit_consistency::DEFAULT_MAX_WAIT,
             expectations_ttl: DEFAULT_EXPECTATIONS_TTL,
             slim_pod_cache: false,
-            batch_period: DEFAULT_BATCH_PERIOD,
+            batch_period: Duration::ZERO,
         }
     }
 }

@@ -5,7 +5,6 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use ctrlkit_informer::{DeletedObject, EventHandler, Informer, ObjectKey};
@@ -303,8 +302,6 @@ impl<O: ReplicaOwner> Harness<O> {
     pub fn with_burst(burst: usize) -> Self {
         Self::with_options(ControllerOptions {
             burst_replicas: burst,
-            // These tests check which keys each event queues, at once.
-            batch_period: Duration::ZERO,
             ..ControllerOptions::default()
         })
     }
