@@ -5,6 +5,10 @@ use std::str::FromStr;
 
 use kube::Resource;
 
+/// Longest `namespace/name` [`ObjectKey::with_str`] formats on the stack;
+/// a Kubernetes namespace (63) and most names fit.
+const INLINE_KEY: usize = 128;
+
 /// The identity of an object inside an informer's store: its namespace and
 /// name.
 ///
@@ -43,15 +47,57 @@ impl ObjectKey {
             name: meta.name.clone().unwrap_or_default(),
         }
     }
+
+    /// Calls `f` with the string form of the key (its [`Display`](fmt::Display),
+    /// `namespace/name` or `name`) without allocating for keys up to 128
+    /// bytes: for looking the key up in maps keyed by that string on hot
+    /// paths, where `to_string` would allocate each time.
+    pub fn with_str<R>(&self, f: impl FnOnce(&str) -> R) -> R {
+        if self.namespace.is_empty() {
+            return f(&self.name);
+        }
+        let (ns, name) = (self.namespace.as_bytes(), self.name.as_bytes());
+        let len = ns.len() + 1 + name.len();
+        let mut buf = [0u8; INLINE_KEY];
+        if let Some(out) = buf.get_mut(..len) {
+            out[..ns.len()].copy_from_slice(ns);
+            out[ns.len()] = b'/';
+            out[ns.len() + 1..].copy_from_slice(name);
+            // Always valid: two `str`s joined by an ASCII byte.
+            if let Ok(key) = std::str::from_utf8(out) {
+                return f(key);
+            }
+        }
+        f(&self.to_string())
+    }
 }
 
 impl fmt::Display for ObjectKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.namespace.is_empty() {
-            f.write_str(&self.name)
-        } else {
-            write!(f, "{}/{}", self.namespace, self.name)
+        if !self.namespace.is_empty() {
+            f.write_str(&self.namespace)?;
+            f.write_str("/")?;
         }
+        f.write_str(&self.name)
+    }
+}
+
+/// The key's [`Display`](fmt::Display) form, built in the namespace's
+/// buffer: one allocation fewer than `to_string`, for a caller that owns the
+/// key and needs it as a `String`.
+impl From<ObjectKey> for String {
+    fn from(key: ObjectKey) -> Self {
+        let ObjectKey {
+            mut namespace,
+            name,
+        } = key;
+        if namespace.is_empty() {
+            return name;
+        }
+        namespace.reserve_exact(1 + name.len());
+        namespace.push('/');
+        namespace.push_str(&name);
+        namespace
     }
 }
 
@@ -95,6 +141,22 @@ mod tests {
         let c = ObjectKey::new("", "node-1");
         assert_eq!(c.to_string(), "node-1");
         assert_eq!("node-1".parse::<ObjectKey>().unwrap(), c);
+    }
+
+    #[test]
+    fn borrowed_and_owned_forms_match_display() {
+        let long = "n".repeat(INLINE_KEY);
+        for key in [
+            ObjectKey::new("ns", "a"),
+            ObjectKey::new("", "node-1"),
+            ObjectKey::new("kube-system", "coredns-7db6d8ff4d-x2x9q"),
+            ObjectKey::new("ns", long.as_str()),
+            ObjectKey::new("ns", "é/ü"),
+        ] {
+            let shown = key.to_string();
+            assert_eq!(key.with_str(str::to_owned), shown);
+            assert_eq!(String::from(key), shown);
+        }
     }
 
     #[test]

@@ -408,9 +408,8 @@ impl<K: Watchable> Controller<K> {
     /// requeue to return instead of reconciling.
     fn cached_if_ready(&self, key: &ObjectKey) -> Result<Option<Arc<K>>, Action> {
         if self.consistency.is_enabled() {
-            let ready = handlers::with_expectation_keys(key, None, |owner_key, _| {
-                self.consistency.ensure_ready(owner_key)
-            });
+            // Formatted on the stack: this runs before every reconcile.
+            let ready = key.with_str(|owner_key| self.consistency.ensure_ready(owner_key));
             if let Err(why) = ready {
                 self.stale_skips.fetch_add(1, Ordering::Relaxed);
                 if let Some(hook) = &self.stale_skip {

@@ -23,16 +23,17 @@ use crate::owner::ReplicaOwner;
 impl<O: ReplicaOwner> Shared<O> {
     /// Creates or deletes at most `burst_replicas` pods so that `active`
     /// (the owner's claimed active pods) moves towards the desired count.
+    /// `key` is the owner's key (`namespace/name`), as its sync got it.
     ///
     /// Expectations are set before any call: creations as a count, lowered
     /// again for every create that failed or was never attempted;
     /// deletions by pod key, lowered for every delete that failed.
     pub(crate) async fn manage_replicas(
         &self,
+        key: &str,
         owner: &Arc<O>,
-        active: Vec<Arc<Pod>>,
+        active: &[Arc<Pod>],
     ) -> Result<(), Error> {
-        let key = key_of(owner.as_ref());
         let desired = i64::from(desired_replicas(owner.as_ref()));
         let have = i64::try_from(active.len()).unwrap_or(i64::MAX);
         let burst = i64::try_from(self.burst_replicas).unwrap_or(i64::MAX);
@@ -41,16 +42,16 @@ impl<O: ReplicaOwner> Shared<O> {
             let count = usize::try_from((-diff).min(burst)).unwrap_or(0);
             // Created pods keep failing at once: the churn guard holds
             // creations back (the sync is requeued when its backoff ends).
-            let count = self.churn_allowance(&key, &active, count);
+            let count = self.churn_allowance(key, active, count);
             if count == 0 {
                 return Ok(());
             }
             tracing::debug!(key, need = -diff, creating = count, "too few replicas");
-            self.create_pods(&key, owner, count).await
+            self.create_pods(key, owner, count).await
         } else if diff > 0 {
             let count = usize::try_from(diff.min(burst)).unwrap_or(0);
             tracing::debug!(key, need = diff, deleting = count, "too many replicas");
-            self.delete_pods(&key, owner, active, count).await
+            self.delete_pods(key, owner, active.to_vec(), count).await
         } else {
             Ok(())
         }

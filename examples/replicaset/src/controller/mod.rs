@@ -63,7 +63,7 @@ pub(crate) struct Shared<O: ReplicaOwner> {
 
 /// The expectations and churn key of an object: `namespace/name`.
 pub(crate) fn key_of<K: kube::Resource>(obj: &K) -> String {
-    ObjectKey::from_object(obj).to_string()
+    String::from(ObjectKey::from_object(obj))
 }
 
 impl<O: ReplicaOwner> Shared<O> {

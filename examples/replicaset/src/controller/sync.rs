@@ -1,5 +1,6 @@
 //! One sync of one owner key (upstream's `syncReplicaSet`).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use ctrlkit_informer::ObjectKey;
@@ -50,7 +51,8 @@ impl<O: ReplicaOwner> Shared<O> {
         if key.namespace.is_empty() {
             return Err(Error::InvalidKey(key.to_string()));
         }
-        let key = &key.to_string();
+        // Built from the owned key, without formatting.
+        let key = &String::from(key);
         let started = tokio::time::Instant::now();
         let result = match shared.sync_owner(key, owner).await {
             // Deleted behind the cache's back: the informer's delete event
@@ -87,20 +89,20 @@ impl<O: ReplicaOwner> Shared<O> {
 
         let namespace = owner.meta().namespace.as_deref().unwrap_or_default();
         let selector = self.checked_selector(key, &owner).await?;
-        let uid = owner.meta().uid.clone().unwrap_or_default();
+        let uid = owner.meta().uid.as_deref().unwrap_or_default();
         if let Some(replicas) = owner.spec_replicas().filter(|n| *n < 0) {
             tracing::warn!(key, replicas, "negative spec.replicas; treating it as 0");
         }
 
         // The owner's own pods plus the namespace's orphans its selector
         // could match, from the indexes.
-        let all_pods = self.candidate_pods(namespace, &uid, &selector)?;
+        let all_pods = self.candidate_pods(namespace, uid, &selector)?;
         let terminating = O::HAS_TERMINATING_REPLICAS.then(|| {
             all_pods
                 .iter()
                 .filter(|p| {
                     is_pod_terminating(p)
-                        && is_controlled_by(p, &uid)
+                        && is_controlled_by(p, uid)
                         && selector.matches_meta(&p.metadata)
                 })
                 .count()
@@ -111,7 +113,7 @@ impl<O: ReplicaOwner> Shared<O> {
         let active = self.claim_pods(key, &owner, selector, active).await?;
 
         let manage_error = if needs_sync && owner.meta().deletion_timestamp.is_none() {
-            self.manage_replicas(&owner, active.clone()).await.err()
+            self.manage_replicas(key, &owner, &active).await.err()
         } else {
             None
         };
@@ -171,11 +173,12 @@ impl<O: ReplicaOwner> Shared<O> {
             self.refuse(owner, EMPTY_SELECTOR_REASON, &error).await;
             return Err(error);
         }
+        let empty = BTreeMap::new();
         let template_labels = owner
             .template()
-            .and_then(|t| t.metadata.as_ref()?.labels.clone())
-            .unwrap_or_default();
-        if !selector.matches(&template_labels) {
+            .and_then(|t| t.metadata.as_ref()?.labels.as_ref())
+            .unwrap_or(&empty);
+        if !selector.matches(template_labels) {
             let error = Error::SelectorMismatch {
                 kind,
                 key: key.to_owned(),
@@ -220,14 +223,18 @@ impl<O: ReplicaOwner> Shared<O> {
     ) -> Result<Vec<Arc<Pod>>, Error> {
         let owner_meta = OwnerMeta::from_resource(owner.as_ref())?;
         let client = Arc::clone(&self.owner_client);
-        let namespace = owner.meta().namespace.clone().unwrap_or_default();
-        let name = owner.meta().name.clone().unwrap_or_default();
+        // Namespace and name are read from the cached copy when the recheck
+        // runs: a claim that adopts nothing copies no strings.
+        let cached = Arc::clone(owner);
         // Before the first adoption: is the owner still there, with the same
         // UID and not being deleted? The cache may lag, so read it live.
         let recheck = RecheckOwner::new(move || {
-            let (client, namespace, name) = (Arc::clone(&client), namespace.clone(), name.clone());
+            let (client, cached) = (Arc::clone(&client), Arc::clone(&cached));
             async move {
-                match client.get(&namespace, &name).await? {
+                let meta = cached.meta();
+                let namespace = meta.namespace.as_deref().unwrap_or_default();
+                let name = meta.name.as_deref().unwrap_or_default();
+                match client.get(namespace, name).await? {
                     Some(fresh) => Ok::<_, RecheckError>(Some(OwnerMeta::from_resource(&fresh)?)),
                     None => Ok(None),
                 }
