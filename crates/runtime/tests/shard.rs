@@ -7,9 +7,8 @@
 
 mod shard_support;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use ctrlkit_informer::SharedInformerFactory;
@@ -23,42 +22,22 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
-use parking_lot::Mutex;
 use serde_json::json;
-use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use shard_support::{Member, cluster_with_owners, until};
+use shard_support::{
+    Member, SyncChecker, cluster_with_owners, covers, sample_busy_overlaps, until,
+};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
 const RING: &str = "cms";
 const OWNERS: usize = 240;
 
-/// Who is syncing what, right now and so far.
-#[derive(Default)]
-struct Checker {
-    holders: Mutex<HashMap<ObjectKey, String>>,
-    violations: AtomicUsize,
-    /// The members that synced each owner, in order (consecutive repeats
-    /// collapsed).
-    history: Mutex<HashMap<ObjectKey, Vec<String>>>,
-}
-
-impl Checker {
-    fn violations(&self) -> usize {
-        self.violations.load(Ordering::SeqCst)
-    }
-
-    fn last_syncer(&self, key: &ObjectKey) -> Option<String> {
-        self.history.lock().get(key)?.last().cloned()
-    }
-}
-
 struct Ctx {
     member: String,
-    checker: Arc<Checker>,
+    checker: Arc<SyncChecker>,
     /// How long each sync takes.
     sync_time: Duration,
     /// When a synced owner comes back.
@@ -70,38 +49,12 @@ async fn reconcile(
     _cm: Option<Arc<ConfigMap>>,
     ctx: Arc<Ctx>,
 ) -> Result<Action, Error> {
-    {
-        let mut holders = ctx.checker.holders.lock();
-        if let Some(other) = holders.insert(key.clone(), ctx.member.clone()) {
-            eprintln!(
-                "VIOLATION: {key} synced by {} while {other} syncs it",
-                ctx.member
-            );
-            ctx.checker.violations.fetch_add(1, Ordering::SeqCst);
-        }
-        let mut history = ctx.checker.history.lock();
-        let h = history.entry(key.clone()).or_default();
-        if h.last() != Some(&ctx.member) {
-            h.push(ctx.member.clone());
-        }
-    }
-    // Ends the hold however the sync ends: a killed member's syncs are
-    // cancelled mid-way, and a dead process syncs nothing.
-    let _holding = Holding(Arc::clone(&ctx), key);
+    // Held until the sync ends, however it ends: a killed member's syncs
+    // are cancelled mid-way, and a dead process syncs nothing.
+    let _syncing = ctx.checker.enter(&key, &ctx.member);
     // Long enough for overlapping syncs to be caught.
     tokio::time::sleep(ctx.sync_time).await;
     Ok(Action::requeue_after(ctx.requeue))
-}
-
-struct Holding(Arc<Ctx>, ObjectKey);
-
-impl Drop for Holding {
-    fn drop(&mut self) {
-        let mut holders = self.0.checker.holders.lock();
-        if holders.get(&self.1) == Some(&self.0.member) {
-            holders.remove(&self.1);
-        }
-    }
 }
 
 /// How a member's controller works.
@@ -126,37 +79,13 @@ impl Pace {
     };
 }
 
-/// Samples the members' busy slots (held, or still syncing) until
-/// stopped; counts the samples where two members' overlap.
-fn sample_overlaps(members: Vec<ShardMember>) -> (CancellationToken, JoinHandle<usize>) {
-    let stop = CancellationToken::new();
-    let done = stop.clone();
-    let task = tokio::spawn(async move {
-        let mut overlaps = 0;
-        while !done.is_cancelled() {
-            let busy: Vec<SlotSet> = members.iter().map(ShardMember::busy_slots).collect();
-            for (i, a) in busy.iter().enumerate() {
-                for b in &busy[i + 1..] {
-                    if !a.intersection(b).is_empty() {
-                        eprintln!("OVERLAP: {}", a.intersection(b));
-                        overlaps += 1;
-                    }
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-        overlaps
-    });
-    (stop, task)
-}
-
 impl Member {
-    fn start(cluster: &TestCluster, namespace: &str, id: &str, checker: &Arc<Checker>) -> Self {
+    fn start(cluster: &TestCluster, namespace: &str, id: &str, checker: &Arc<SyncChecker>) -> Self {
         Self::start_with(cluster, namespace, id, checker, None, Pace::FAST)
     }
 
     /// A member at [`Pace::SLOW`].
-    fn start_slow(cluster: &TestCluster, id: &str, checker: &Arc<Checker>) -> Self {
+    fn start_slow(cluster: &TestCluster, id: &str, checker: &Arc<SyncChecker>) -> Self {
         Self::start_with(cluster, "default", id, checker, None, Pace::SLOW)
     }
 
@@ -164,7 +93,7 @@ impl Member {
         cluster: &TestCluster,
         namespace: &str,
         id: &str,
-        checker: &Arc<Checker>,
+        checker: &Arc<SyncChecker>,
         metrics: Option<&ShardMetrics>,
         pace: Pace,
     ) -> Self {
@@ -213,22 +142,6 @@ impl Member {
     }
 }
 
-/// The members hold every slot between them, each a share.
-fn covers(members: &[&Member]) -> bool {
-    let mut all = SlotSet::empty();
-    for m in members {
-        let held = m.member.held_slots();
-        if held.is_empty() || !all.intersection(&held).is_empty() {
-            return false;
-        }
-        all = all.union(&held);
-    }
-    all == SlotSet::full()
-        && members
-            .iter()
-            .all(|m| m.member.stats().members == members.len())
-}
-
 async fn claims_on_leases(cluster: &TestCluster, namespace: &str) -> BTreeMap<String, String> {
     let leases: Api<Lease> = Api::namespaced(cluster.client(), namespace);
     leases
@@ -247,7 +160,7 @@ async fn claims_on_leases(cluster: &TestCluster, namespace: &str) -> BTreeMap<St
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_members_split_the_owners_and_a_killed_members_slots_move_after_its_lease_expires() {
     let cluster = cluster_with_owners(OWNERS, "other").await;
-    let checker = Arc::new(Checker::default());
+    let checker = Arc::new(SyncChecker::default());
     let mut registry = prometheus_client::registry::Registry::default();
     let metrics = ShardMetrics::register(&mut registry);
     let a = Member::start_with(
@@ -283,7 +196,7 @@ async fn three_members_split_the_owners_and_a_killed_members_slots_move_after_it
         assert!((340..=342).contains(&stats.slots_held), "{stats:?}");
     }
     until("every owner was synced", || {
-        checker.history.lock().len() == OWNERS
+        checker.owners_synced() == OWNERS
     })
     .await;
     // A member's slots as a KEP-5866 shardSelector: the test cluster lists
@@ -376,19 +289,19 @@ async fn three_members_split_the_owners_and_a_killed_members_slots_move_after_it
 async fn a_joining_member_gets_slots_only_after_they_are_acknowledged_and_a_leaving_one_hands_over_at_once()
  {
     let cluster = cluster_with_owners(OWNERS, "other").await;
-    let checker = Arc::new(Checker::default());
+    let checker = Arc::new(SyncChecker::default());
     let a = Member::start_slow(&cluster, "a", &checker);
     let b = Member::start_slow(&cluster, "b", &checker);
     until("a and b hold every slot", || covers(&[&a, &b])).await;
     // Workers busy with every owner: c joins with syncs in flight.
     until("every owner was synced", || {
-        checker.history.lock().len() == OWNERS
+        checker.owners_synced() == OWNERS
     })
     .await;
 
     let c = Member::start_slow(&cluster, "c", &checker);
     let (sampling, sampler) =
-        sample_overlaps(vec![a.member.clone(), b.member.clone(), c.member.clone()]);
+        sample_busy_overlaps(vec![a.member.clone(), b.member.clone(), c.member.clone()]);
     until("a, b and c hold every slot", || covers(&[&a, &b, &c])).await;
     assert!(c.member.stats().slots_gained >= 340);
     let released = a.member.stats().slots_released + b.member.stats().slots_released;
@@ -427,7 +340,7 @@ async fn a_joining_member_gets_slots_only_after_they_are_acknowledged_and_a_leav
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hand_edited_and_foreign_leases_never_cause_double_syncs() {
     let cluster = cluster_with_owners(OWNERS, "other").await;
-    let checker = Arc::new(Checker::default());
+    let checker = Arc::new(SyncChecker::default());
     let a = Member::start(&cluster, "default", "a", &checker);
     let b = Member::start(&cluster, "default", "b", &checker);
     until("a and b hold every slot", || covers(&[&a, &b])).await;
@@ -477,7 +390,7 @@ async fn hand_edited_and_foreign_leases_never_cause_double_syncs() {
     // The same ring name in another namespace is another ring: it sees
     // none of these members (a ring is namespace/name), and syncs the same
     // owners (hence its own checker; see docs/sharding.md).
-    let x = Member::start(&cluster, "other", "x", &Arc::new(Checker::default()));
+    let x = Member::start(&cluster, "other", "x", &Arc::new(SyncChecker::default()));
     until("x alone holds every slot of its ring", || {
         x.member.held_slots() == SlotSet::full() && x.member.stats().members == 1
     })
@@ -495,7 +408,7 @@ async fn renewals_failing_intermittently_fence_members_but_never_double_sync() {
     use ctrlkit_testcluster::faults::{ErrorKind, ErrorRule, FaultConfig};
 
     let cluster = cluster_with_owners(OWNERS, "other").await;
-    let checker = Arc::new(Checker::default());
+    let checker = Arc::new(SyncChecker::default());
     let a = Member::start(&cluster, "default", "a", &checker);
     let b = Member::start(&cluster, "default", "b", &checker);
     let c = Member::start(&cluster, "default", "c", &checker);
@@ -504,7 +417,7 @@ async fn renewals_failing_intermittently_fence_members_but_never_double_sync() {
     })
     .await;
     let (sampling, sampler) =
-        sample_overlaps(vec![a.member.clone(), b.member.clone(), c.member.clone()]);
+        sample_busy_overlaps(vec![a.member.clone(), b.member.clone(), c.member.clone()]);
 
     let gained = || -> u64 {
         [&a, &b, &c]

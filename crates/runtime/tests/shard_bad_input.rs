@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use ctrlkit_informer::SharedInformerFactory;
 use ctrlkit_runtime::shard::{
-    CHECK_ANNOTATION, RING_LABEL, ShardConfig, ShardMember, ShardMetrics, SlotSet,
+    CHECK_ANNOTATION, RING_LABEL, ShardConfig, ShardMember, ShardMetrics,
 };
 use ctrlkit_runtime::{Action, Controller, ObjectKey};
 use ctrlkit_testcluster::TestCluster;
@@ -31,7 +31,9 @@ use prometheus_client::registry::Registry;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use shard_support::{Member, SyncChecker, cluster_with_owners, sample_busy_overlaps, until};
+use shard_support::{
+    Member, SyncChecker, cluster_with_owners, covers, sample_busy_overlaps, until,
+};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
@@ -151,23 +153,6 @@ fn start(
         controller,
         feeder: None,
     }
-}
-
-/// The members hold every slot between them, each a share, and each sees
-/// exactly these members.
-fn covers(members: &[&Member]) -> bool {
-    let mut all = SlotSet::empty();
-    for m in members {
-        let held = m.member.held_slots();
-        if held.is_empty() || !all.intersection(&held).is_empty() {
-            return false;
-        }
-        all = all.union(&held);
-    }
-    all == SlotSet::full()
-        && members
-            .iter()
-            .all(|m| m.member.stats().members == members.len())
 }
 
 fn metrics_text(registry: &Registry) -> String {

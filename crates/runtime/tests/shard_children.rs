@@ -29,7 +29,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use shard_support::Member;
+use shard_support::{Member, covers, until};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
@@ -213,31 +213,6 @@ impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();
     }
-}
-
-/// Waits (real time, at most 30 s) until `cond` holds.
-async fn until(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// The members hold every slot between them, without overlap.
-fn covers(members: &[&Member]) -> bool {
-    let mut all = SlotSet::empty();
-    for m in members {
-        let held = m.member.held_slots();
-        if held.is_empty() || !all.intersection(&held).is_empty() {
-            return false;
-        }
-        all = all.union(&held);
-    }
-    all == SlotSet::full()
-        && members
-            .iter()
-            .all(|m| m.member.stats().members == members.len())
 }
 
 async fn cluster() -> TestCluster {

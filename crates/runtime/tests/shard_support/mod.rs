@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use ctrlkit_informer::SharedInformerFactory;
-use ctrlkit_runtime::shard::{ShardError, ShardMember};
+use ctrlkit_runtime::shard::{ShardError, ShardMember, SlotSet};
 use ctrlkit_testcluster::{TestCluster, TestClusterConfig};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::Api;
@@ -93,6 +93,9 @@ pub(crate) struct SyncChecker {
     holders: parking_lot::Mutex<std::collections::HashMap<ctrlkit_runtime::ObjectKey, String>>,
     violations: std::sync::atomic::AtomicUsize,
     syncs: std::sync::atomic::AtomicUsize,
+    /// The members that synced each owner, in order (consecutive repeats
+    /// collapsed).
+    history: parking_lot::Mutex<std::collections::HashMap<ctrlkit_runtime::ObjectKey, Vec<String>>>,
 }
 
 /// A sync in progress; ends when dropped (also when a killed member's
@@ -111,6 +114,11 @@ impl SyncChecker {
             eprintln!("VIOLATION: {key} synced by {member} while {other} syncs it");
             self.violations.fetch_add(1, Ordering::SeqCst);
         }
+        let mut history = self.history.lock();
+        let members = history.entry(key.clone()).or_default();
+        if members.last().map(String::as_str) != Some(member) {
+            members.push(member.to_owned());
+        }
         Syncing {
             checker: self,
             key: key.clone(),
@@ -127,6 +135,33 @@ impl SyncChecker {
     pub(crate) fn syncs(&self) -> usize {
         self.syncs.load(std::sync::atomic::Ordering::SeqCst)
     }
+
+    /// How many owners were synced at least once.
+    pub(crate) fn owners_synced(&self) -> usize {
+        self.history.lock().len()
+    }
+
+    /// The member that synced `key` last.
+    pub(crate) fn last_syncer(&self, key: &ctrlkit_runtime::ObjectKey) -> Option<String> {
+        self.history.lock().get(key)?.last().cloned()
+    }
+}
+
+/// The members hold every slot between them, without overlap, and each
+/// sees exactly these members.
+pub(crate) fn covers(members: &[&Member]) -> bool {
+    let mut all = SlotSet::empty();
+    for m in members {
+        let held = m.member.held_slots();
+        if held.is_empty() || !all.intersection(&held).is_empty() {
+            return false;
+        }
+        all = all.union(&held);
+    }
+    all == SlotSet::full()
+        && members
+            .iter()
+            .all(|m| m.member.stats().members == members.len())
 }
 
 impl Drop for Syncing<'_> {
