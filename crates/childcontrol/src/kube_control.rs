@@ -23,7 +23,7 @@ use crate::events::{
     SUCCESSFUL_DELETE_REASON, record,
 };
 use crate::template::child_from_template;
-use crate::{ChildControl, ChildControlError, Operation, WriteAttempt, WriteGate};
+use crate::{ChildControl, ChildControlError, Operation, ServerMetadata, WriteAttempt, WriteGate};
 
 /// The field manager of server-side apply patches when none was named.
 pub const DEFAULT_FIELD_MANAGER: &str = "ctrlkit";
@@ -245,16 +245,9 @@ impl<C: ChildResource> KubeChildControl<C> {
             .create(&PostParams::default(), body)
             .map_err(kube::Error::BuildRequest)?;
         request.extensions_mut().insert("create");
-        let created: Assigned = self.client.request(request).await?;
+        let assigned = ServerMetadata::request(&self.client, request).await?;
         let mut child = child;
-        let meta = child.meta_mut();
-        let assigned = created.metadata;
-        meta.name = assigned.name.or(meta.name.take());
-        meta.namespace = assigned.namespace.or(meta.namespace.take());
-        meta.uid = assigned.uid;
-        meta.resource_version = assigned.resource_version;
-        meta.generation = assigned.generation;
-        meta.creation_timestamp = assigned.creation_timestamp;
+        assigned.apply_to(child.meta_mut());
         Ok(child)
     }
 
@@ -457,22 +450,4 @@ impl<C: ChildResource> ChildControl<C> for KubeChildControl<C> {
     ) -> Result<C, ChildControlError> {
         self.patch_with(namespace, name, patch).await
     }
-}
-
-/// What a create's response is read for with
-/// [`KubeChildControl::with_created_metadata_only`]; serde skips the rest.
-#[derive(serde::Deserialize)]
-struct Assigned {
-    metadata: AssignedMeta,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct AssignedMeta {
-    name: Option<String>,
-    namespace: Option<String>,
-    uid: Option<String>,
-    resource_version: Option<String>,
-    generation: Option<i64>,
-    creation_timestamp: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
 }

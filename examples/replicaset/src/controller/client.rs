@@ -4,9 +4,9 @@
 use std::fmt;
 
 use async_trait::async_trait;
+use ctrlkit_runtime::child::ServerMetadata;
 use kube::Api;
 use kube::api::PostParams;
-use serde::Deserialize;
 
 use crate::owner::ReplicaOwner;
 
@@ -75,27 +75,9 @@ impl<O: ReplicaOwner> OwnerClient<O> for KubeOwnerClient {
             .replace_subresource("status", name, &PostParams::default(), body)
             .map_err(kube::Error::BuildRequest)?;
         request.extensions_mut().insert("replace_status");
-        let stored: Stored = self.client.request(request).await?;
+        let stored = ServerMetadata::request(&self.client, request).await?;
         let mut updated = owner.clone();
-        let meta = updated.meta_mut();
-        meta.resource_version = stored.metadata.resource_version;
-        if stored.metadata.generation.is_some() {
-            meta.generation = stored.metadata.generation;
-        }
+        stored.apply_to(updated.meta_mut());
         Ok(updated)
     }
-}
-
-/// What a status write's response is read for; serde skips the rest of
-/// the body unread.
-#[derive(Deserialize)]
-struct Stored {
-    metadata: StoredMeta,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct StoredMeta {
-    resource_version: Option<String>,
-    generation: Option<i64>,
 }
