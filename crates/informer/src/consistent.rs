@@ -97,29 +97,20 @@ impl ConsistentRead {
     ) -> Result<bool, CompareError> {
         let mut seen = 0usize;
         for (key, uid, rv) in cached {
+            let written_since =
+                |rv| compare_resource_versions(rv, &self.resource_version).map(Ordering::is_gt);
             match self.items.get(key) {
-                Some(listed) => {
-                    if listed.uid.as_deref() != uid
-                        && compare_resource_versions(rv, &self.resource_version)?
-                            == Ordering::Greater
-                    {
-                        // Re-created after the list: the listed one is gone.
-                        seen += 1;
-                        continue;
-                    }
-                    if listed.uid.as_deref() != uid
-                        || compare_resource_versions(rv, &listed.resource_version)?
-                            == Ordering::Less
-                    {
+                Some(listed) if listed.uid.as_deref() == uid => {
+                    if compare_resource_versions(rv, &listed.resource_version)?.is_lt() {
                         return Ok(false);
                     }
                     seen += 1;
                 }
-                None => {
-                    if compare_resource_versions(rv, &self.resource_version)? != Ordering::Greater {
-                        return Ok(false);
-                    }
-                }
+                // The listed object deleted and created again since.
+                Some(_) if written_since(rv)? => seen += 1,
+                // Created since the list.
+                None if written_since(rv)? => {}
+                _ => return Ok(false),
             }
         }
         Ok(seen == self.items.len())
