@@ -160,6 +160,32 @@ pub struct ManagerArgs {
     /// Default: the host name (the pod name) and the process id.
     #[arg(long, value_name = "ID", requires = "shard_ring")]
     pub shard_identity: Option<String>,
+
+    /// Threads that run the controller's tasks (informers, syncs, HTTP
+    /// connections). 1 runs them all on the main thread, which saves the
+    /// CPU that waking tasks across threads costs; more threads help only
+    /// when syncs are CPU-heavy. 0: one per CPU core.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_WORKER_THREADS,
+          value_parser = parse_worker_threads)]
+    pub worker_threads: usize,
+}
+
+/// The default of `--worker-threads`: one thread. A controller's work is
+/// mostly waiting on the API server, and handing each response from the
+/// thread that read it to the one that runs the waiting task costs more
+/// than a second core gains (docs/performance.md, 3e).
+pub const DEFAULT_WORKER_THREADS: usize = 1;
+
+/// The most `--worker-threads` accepts.
+const MAX_WORKER_THREADS: usize = 1024;
+
+fn parse_worker_threads(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if n <= MAX_WORKER_THREADS => Ok(n),
+        _ => Err(format!(
+            "'{s}' is not a thread count: expected 0 (one per CPU core) or 1 to {MAX_WORKER_THREADS}"
+        )),
+    }
 }
 
 /// The `--watch-health-bound` value: `None` when the check is disabled.
@@ -174,6 +200,23 @@ fn parse_bound(s: &str) -> Result<WatchHealthBound, String> {
 }
 
 impl ManagerArgs {
+    /// The Tokio runtime `--worker-threads` asks for: a current-thread
+    /// runtime for 1, a multi-threaded one otherwise (0: one worker per
+    /// CPU core), with I/O and timers enabled.
+    pub fn runtime(&self) -> std::io::Result<tokio::runtime::Runtime> {
+        let mut builder = match self.worker_threads {
+            1 => tokio::runtime::Builder::new_current_thread(),
+            n => {
+                let mut builder = tokio::runtime::Builder::new_multi_thread();
+                if n > 1 {
+                    builder.worker_threads(n);
+                }
+                builder
+            }
+        };
+        builder.enable_all().build()
+    }
+
     /// The manager's configuration; `name` names the process in logs and
     /// the lease when `--lease-name` is not given.
     pub fn config(&self, name: &str) -> ManagerConfig {
@@ -308,6 +351,37 @@ mod tests {
         assert_eq!(config.name, "replicaset-controller");
         assert!(config.leader_election.is_none());
         assert_eq!(config.validate(), Ok(()));
+    }
+
+    #[test]
+    fn worker_threads_flag() {
+        assert_eq!(parse(&[]).unwrap().worker_threads, DEFAULT_WORKER_THREADS);
+        assert_eq!(parse(&["--worker-threads", "4"]).unwrap().worker_threads, 4);
+        assert_eq!(parse(&["--worker-threads", "0"]).unwrap().worker_threads, 0);
+        for bad in ["-1", "two", "", "1025"] {
+            let error = parse(&["--worker-threads", bad]).unwrap_err().to_string();
+            assert!(
+                error.contains("--worker-threads")
+                    && error.contains("expected 0 (one per CPU core) or 1 to 1024"),
+                "{bad}: {error}"
+            );
+        }
+    }
+
+    #[test]
+    fn worker_threads_choose_the_runtime() {
+        use tokio::runtime::RuntimeFlavor;
+        let flavor = |n: &str| {
+            let runtime = parse(&["--worker-threads", n]).unwrap().runtime().unwrap();
+            let flavor = runtime.handle().runtime_flavor();
+            // Timers and I/O are enabled whatever the flavor.
+            runtime.block_on(tokio::time::sleep(Duration::ZERO));
+            runtime.block_on(async { tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap() });
+            flavor
+        };
+        assert_eq!(flavor("1"), RuntimeFlavor::CurrentThread);
+        assert_eq!(flavor("2"), RuntimeFlavor::MultiThread);
+        assert_eq!(flavor("0"), RuntimeFlavor::MultiThread);
     }
 
     #[test]

@@ -70,6 +70,44 @@ where
     exit_code(name, result)
 }
 
+/// [`run_main`] on the Tokio runtime `--worker-threads` asks for (see
+/// [`ManagerArgs::runtime`]), for a binary whose `main` is not async:
+///
+/// ```no_run
+/// use std::process::ExitCode;
+///
+/// use clap::Parser;
+/// use ctrlkit_runtime::manager::{ManagerArgs, block_on_main};
+///
+/// #[derive(Parser)]
+/// struct Cli {
+///     #[command(flatten)]
+///     manager: ManagerArgs,
+/// }
+///
+/// fn main() -> ExitCode {
+///     let cli = Cli::parse();
+///     block_on_main("widget-controller", &cli.manager, |_manager| {
+///         Ok::<_, std::io::Error>(())
+///     })
+/// }
+/// ```
+///
+/// Exits `1` with the error on stderr if the runtime cannot be built.
+pub fn block_on_main<B, E>(name: &str, args: &ManagerArgs, build: B) -> ExitCode
+where
+    B: FnOnce(&mut Manager) -> Result<(), E>,
+    E: Into<BoxError>,
+{
+    match args.runtime() {
+        Ok(runtime) => runtime.block_on(run_main(name, args, build)),
+        Err(error) => {
+            eprintln!("{name}: error: cannot start the Tokio runtime: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 /// The exit status for a manager's outcome, printing the error (with its
 /// causes) to stderr as `"{name}: error: ..."`: `0` for `Ok`, `2` for an
 /// invalid configuration, `1` otherwise.

@@ -260,8 +260,8 @@ mod sharding;
 mod signals;
 mod status;
 
-pub use args::{ListenAddr, ManagerArgs, WatchHealthBound, parse_seconds};
-pub use binary::{exit_code, run_main};
+pub use args::{DEFAULT_WORKER_THREADS, ListenAddr, ManagerArgs, WatchHealthBound, parse_seconds};
+pub use binary::{block_on_main, exit_code, run_main};
 pub use config::{ConfigError, DEFAULT_SHUTDOWN_GRACE_PERIOD, ManagerConfig, SecureMetricsConfig};
 pub use error::ManagerError;
 pub use fence::{FenceClosed, FenceDriver, LeaderFence};

@@ -6,7 +6,7 @@
 
 use clap::Parser;
 use ctrlkit_replicaset::{ReplicaSetController, cli::ControllerArgs};
-use ctrlkit_runtime::manager::{ManagerArgs, run_main};
+use ctrlkit_runtime::manager::{ManagerArgs, block_on_main};
 
 /// Keeps the pods of every ReplicaSet at its spec.replicas: creates missing
 /// pods, deletes surplus ones, adopts matching orphans and reports status.
@@ -24,11 +24,9 @@ struct Cli {
     controller: ControllerArgs,
 }
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
+fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    run_main("replicaset-controller", &cli.manager, |manager| {
+    block_on_main("replicaset-controller", &cli.manager, |manager| {
         ReplicaSetController::add_to(manager, cli.controller.controller_options())
     })
-    .await
 }

@@ -7,7 +7,7 @@
 
 use clap::Parser;
 use ctrlkit_replicaset::{ReplicationManager, cli::ControllerArgs};
-use ctrlkit_runtime::manager::{ManagerArgs, run_main};
+use ctrlkit_runtime::manager::{ManagerArgs, block_on_main};
 
 /// Keeps the pods of every ReplicationController at its spec.replicas:
 /// creates missing pods, deletes surplus ones, adopts matching orphans and
@@ -26,11 +26,9 @@ struct Cli {
     controller: ControllerArgs,
 }
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
+fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    run_main("replication-controller", &cli.manager, |manager| {
+    block_on_main("replication-controller", &cli.manager, |manager| {
         ReplicationManager::add_to(manager, cli.controller.controller_options())
     })
-    .await
 }
