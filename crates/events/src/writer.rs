@@ -371,7 +371,7 @@ impl WriteContext {
                         Verb::Create => &self.counters.created,
                         Verb::Patch => &self.counters.patched,
                     });
-                    return Some(written);
+                    return Some(written.applied_to(event));
                 }
                 Err(error) => {
                     tries += 1;
@@ -405,12 +405,13 @@ impl WriteContext {
     }
 
     /// Patches the event if there is a patch and the event still exists,
-    /// creates it otherwise (as client-go's `recordEvent`).
+    /// creates it otherwise (as client-go's `recordEvent`); what the
+    /// server set on the event.
     async fn write(
         &self,
         event: &mut CoreEvent,
         patch: Option<&serde_json::Value>,
-    ) -> Result<(CoreEvent, Verb), WriteError> {
+    ) -> Result<(Written, Verb), WriteError> {
         let namespace = event.metadata.namespace.clone().unwrap_or_default();
         let name = event.metadata.name.clone().unwrap_or_default();
         let api: Api<CoreEvent> = Api::namespaced(self.client.clone(), &namespace);
@@ -420,21 +421,72 @@ impl WriteContext {
             name: name.clone(),
             source,
         };
+        let url = api.resource_url();
         if let Some(patch) = patch {
-            match api
+            let request = kube::core::Request::new(url)
                 .patch(&name, &PatchParams::default(), &Patch::Strategic(patch))
-                .await
-            {
+                .map_err(|e| fail(Verb::Patch, kube::Error::BuildRequest(e)));
+            match Written::request(&self.client, request?, "patch").await {
                 Ok(written) => return Ok((written, Verb::Patch)),
                 Err(kube::Error::Api(status)) if status.is_not_found() => {}
                 Err(source) => return Err(fail(Verb::Patch, source)),
             }
         }
         event.metadata.resource_version = None;
-        match api.create(&PostParams::default(), event).await {
+        let created = async {
+            let body = serde_json::to_vec(&*event).map_err(kube::Error::SerdeError)?;
+            let request = kube::core::Request::new(url)
+                .create(&PostParams::default(), body)
+                .map_err(kube::Error::BuildRequest)?;
+            Written::request(&self.client, request, "create").await
+        };
+        match created.await {
             Ok(written) => Ok((written, Verb::Create)),
             Err(source) => Err(fail(Verb::Create, source)),
         }
+    }
+}
+
+/// What the writer reads from the API server's answer to an event write:
+/// the fields [`Correlator::update_state`] keeps that the server may have
+/// set. serde skips the rest of the answer unread (its `managedFields`,
+/// the copy of what was sent): the server stores the event as sent, or as
+/// patched with the count, message and last timestamp that were sent.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Written {
+    #[serde(default)]
+    metadata: WrittenMetadata,
+    count: Option<i32>,
+    first_timestamp: Option<Time>,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct WrittenMetadata {
+    name: Option<String>,
+    resource_version: Option<String>,
+}
+
+impl Written {
+    /// Sends `request` (`verb` names it in kube's traces) and reads the
+    /// answer.
+    async fn request(
+        client: &Client,
+        mut request: http::Request<Vec<u8>>,
+        verb: &'static str,
+    ) -> Result<Self, kube::Error> {
+        request.extensions_mut().insert(verb);
+        client.request(request).await
+    }
+
+    /// `sent` with what the server answered: the event as stored.
+    fn applied_to(self, mut sent: CoreEvent) -> CoreEvent {
+        sent.metadata.name = self.metadata.name.or(sent.metadata.name);
+        sent.metadata.resource_version = self.metadata.resource_version;
+        sent.count = self.count.or(sent.count);
+        sent.first_timestamp = self.first_timestamp.or(sent.first_timestamp);
+        sent
     }
 }
 
@@ -452,5 +504,52 @@ fn log_failure(error: &WriteError, event: &CoreEvent, tries: u32) {
         );
     } else {
         tracing::warn!(error, reason, object, tries, "event not recorded");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_answer_sets_what_the_server_assigned_on_the_event_sent() {
+        let sent = CoreEvent {
+            metadata: ObjectMeta {
+                name: Some("web.1".into()),
+                namespace: Some("ns".into()),
+                resource_version: Some("3".into()),
+                ..ObjectMeta::default()
+            },
+            reason: Some("SuccessfulCreate".into()),
+            message: Some("Created pod: web-a".into()),
+            count: Some(2),
+            ..CoreEvent::default()
+        };
+        let answer: Written = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "web.1", "resourceVersion": "9",
+                         "managedFields": [{"manager": "m", "fieldsV1": {"f:count": {}}}]},
+            "count": 2,
+            "firstTimestamp": "2026-11-26T03:00:00Z",
+            "message": "ignored: the event sent is kept",
+        }))
+        .unwrap();
+        let stored = answer.applied_to(sent.clone());
+        assert_eq!(stored.metadata.resource_version.as_deref(), Some("9"));
+        assert_eq!(stored.metadata.name.as_deref(), Some("web.1"));
+        assert_eq!(stored.count, Some(2));
+        assert_eq!(
+            stored.first_timestamp.map(|t| t.0.to_string()),
+            Some("2026-11-26T03:00:00Z".to_owned())
+        );
+        assert_eq!(stored.message, sent.message);
+        assert_eq!(stored.metadata.managed_fields, None);
+
+        // An answer without the optional fields keeps what was sent, but
+        // never a stale resourceVersion.
+        let bare: Written = serde_json::from_str("{}").unwrap();
+        let stored = bare.applied_to(sent.clone());
+        assert_eq!(stored.metadata.name.as_deref(), Some("web.1"));
+        assert_eq!(stored.count, Some(2));
+        assert_eq!(stored.metadata.resource_version, None);
     }
 }
