@@ -178,7 +178,7 @@ pub mod prelude {
     };
     pub use ctrlkit_podcontrol::{PodControl, PodControlError};
     pub use ctrlkit_refmanager::{PodControllerRefManager, Selector};
-    pub use ctrlkit_runtime::manager::{BoxError, Manager, ManagerArgs, run_main};
+    pub use ctrlkit_runtime::manager::{BoxError, Manager, ManagerArgs, block_on_main, run_main};
     pub use ctrlkit_runtime::{BuildError, Controller, ControllerMetrics, Owns, Watches};
     pub use ctrlkit_worker::{Action, SyncError, Workers};
     pub use ctrlkit_workqueue::{RateLimiter, WorkQueue, default_controller_rate_limiter};

@@ -128,7 +128,7 @@
 //! (`manager.child_control(NAME)`: on its client, behind its leader fence)
 //! and [`KubeWebAppApi`](api::KubeWebAppApi) (behind the same fence), and
 //! hands controller, reconcile and context to `manager.add_controller`;
-//! `main` is `run_main` with it ([`controller::Cli`] flattens the manager's
+//! `main` is `block_on_main` with it ([`controller::Cli`] flattens the manager's
 //! `ManagerArgs` next to the operator's own flags).
 //!
 //! ## 5. Testing

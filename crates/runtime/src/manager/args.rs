@@ -359,7 +359,8 @@ mod tests {
         assert_eq!(parse(&["--worker-threads", "4"]).unwrap().worker_threads, 4);
         assert_eq!(parse(&["--worker-threads", "0"]).unwrap().worker_threads, 0);
         for bad in ["-1", "two", "", "1025"] {
-            let error = parse(&["--worker-threads", bad]).unwrap_err().to_string();
+            let flag = format!("--worker-threads={bad}");
+            let error = parse(&[&flag]).unwrap_err().to_string();
             assert!(
                 error.contains("--worker-threads")
                     && error.contains("expected 0 (one per CPU core) or 1 to 1024"),
@@ -375,7 +376,7 @@ mod tests {
             let runtime = parse(&["--worker-threads", n]).unwrap().runtime().unwrap();
             let flavor = runtime.handle().runtime_flavor();
             // Timers and I/O are enabled whatever the flavor.
-            runtime.block_on(tokio::time::sleep(Duration::ZERO));
+            runtime.block_on(async { tokio::time::sleep(Duration::ZERO).await });
             runtime.block_on(async { tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap() });
             flavor
         };

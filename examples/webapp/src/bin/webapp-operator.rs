@@ -5,14 +5,14 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use ctrlkit::prelude::run_main;
+use ctrlkit::prelude::block_on_main;
 use ctrlkit_example_webapp::controller::{Cli, NAME, add_to};
 use ctrlkit_example_webapp::resource::print_crd;
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
     match Cli::parse() {
         cli if cli.print_crd => print_crd(),
-        cli => run_main(NAME, &cli.manager, |manager| add_to(manager, &cli)).await,
+        // On the runtime --worker-threads asks for.
+        cli => block_on_main(NAME, &cli.manager, |manager| add_to(manager, &cli)),
     }
 }
