@@ -164,10 +164,11 @@ pub struct ManagerArgs {
     /// Threads that run the controller's tasks (informers, syncs, HTTP
     /// connections). 1 runs them all on the main thread, which saves the
     /// CPU that waking tasks across threads costs; more threads help only
-    /// when syncs are CPU-heavy. 0: one per CPU core.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_WORKER_THREADS,
-          value_parser = parse_worker_threads)]
-    pub worker_threads: usize,
+    /// when syncs are CPU-heavy. 0: one per CPU core. Default: 1. Applies
+    /// to binaries started with `block_on_main`; one that builds its own
+    /// runtime logs a warning when the flag asks for another.
+    #[arg(long, value_name = "N", value_parser = parse_worker_threads)]
+    pub worker_threads: Option<usize>,
 }
 
 /// The default of `--worker-threads`: one thread. A controller's work is
@@ -200,11 +201,17 @@ fn parse_bound(s: &str) -> Result<WatchHealthBound, String> {
 }
 
 impl ManagerArgs {
+    /// The `--worker-threads` value, [`DEFAULT_WORKER_THREADS`] when the
+    /// flag is not given.
+    pub fn worker_threads(&self) -> usize {
+        self.worker_threads.unwrap_or(DEFAULT_WORKER_THREADS)
+    }
+
     /// The Tokio runtime `--worker-threads` asks for: a current-thread
     /// runtime for 1, a multi-threaded one otherwise (0: one worker per
     /// CPU core), with I/O and timers enabled.
     pub fn runtime(&self) -> std::io::Result<tokio::runtime::Runtime> {
-        let mut builder = match self.worker_threads {
+        let mut builder = match self.worker_threads() {
             1 => tokio::runtime::Builder::new_current_thread(),
             n => {
                 let mut builder = tokio::runtime::Builder::new_multi_thread();
@@ -355,9 +362,16 @@ mod tests {
 
     #[test]
     fn worker_threads_flag() {
-        assert_eq!(parse(&[]).unwrap().worker_threads, DEFAULT_WORKER_THREADS);
-        assert_eq!(parse(&["--worker-threads", "4"]).unwrap().worker_threads, 4);
-        assert_eq!(parse(&["--worker-threads", "0"]).unwrap().worker_threads, 0);
+        assert_eq!(parse(&[]).unwrap().worker_threads, None);
+        assert_eq!(parse(&[]).unwrap().worker_threads(), DEFAULT_WORKER_THREADS);
+        assert_eq!(
+            parse(&["--worker-threads", "4"]).unwrap().worker_threads(),
+            4
+        );
+        assert_eq!(
+            parse(&["--worker-threads", "0"]).unwrap().worker_threads(),
+            0
+        );
         for bad in ["-1", "two", "", "1025"] {
             let flag = format!("--worker-threads={bad}");
             let error = parse(&[&flag]).unwrap_err().to_string();

@@ -58,6 +58,7 @@ where
     E: Into<BoxError>,
 {
     init_logging(args.log_format, &args.log_level);
+    warn_if_threads_not_applied(args.worker_threads);
     let result = async {
         let config = args.config(name);
         config.validate()?;
@@ -68,6 +69,34 @@ where
     }
     .await;
     exit_code(name, result)
+}
+
+/// Says so when `--worker-threads` was given but the runtime `run_main`
+/// runs on (built by the binary, e.g. `#[tokio::main]`) has another shape:
+/// the flag cannot change a runtime that already runs.
+fn warn_if_threads_not_applied(asked: Option<usize>) {
+    let Some(asked) = asked else { return };
+    let Ok(handle) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let running = match handle.runtime_flavor() {
+        tokio::runtime::RuntimeFlavor::CurrentThread => 1,
+        _ => handle.metrics().num_workers(),
+    };
+    let applied = match asked {
+        0 => handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::CurrentThread,
+        1 => handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread,
+        n => {
+            handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::CurrentThread && running == n
+        }
+    };
+    if !applied {
+        tracing::warn!(
+            asked,
+            running,
+            "--worker-threads is not applied: this binary built its own Tokio runtime; start it with block_on_main to honour the flag"
+        );
+    }
 }
 
 /// [`run_main`] on the Tokio runtime `--worker-threads` asks for (see
