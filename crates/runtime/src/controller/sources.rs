@@ -189,6 +189,9 @@ pub(crate) struct Installed {
     /// The `Arc<dyn EventHandler<C>>` of each owned kind `C`, by
     /// `TypeId::of::<C>()`.
     pub(crate) owned_handlers: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
+    /// How to set each owned kind's client filter (a sharded member
+    /// narrows the child caches to its slots).
+    pub(crate) child_filters: Vec<crate::shard::SetChildFilter>,
 }
 
 impl Installed {
@@ -279,6 +282,10 @@ impl<K: Watchable, C: Watchable> Source<K> for OwnedSource<K, C> {
         let informer = this.plan.install()?;
         informer.add_index_if_absent(BY_CONTROLLER_UID, index_by_controller_uid::<C>);
         installed.add(informer.store());
+        let children = informer.clone();
+        installed
+            .child_filters
+            .push(Box::new(move |filter| children.set_client_filter(filter)));
         let handler: Arc<dyn EventHandler<C>> = Arc::new(OwnedHandler {
             context: Arc::clone(context),
             orphans: this.orphans,

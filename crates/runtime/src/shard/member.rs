@@ -42,6 +42,7 @@ pub struct ShardConfig {
     renew_period: Duration,
     catch_up_timeout: Duration,
     server_side_filtering: bool,
+    child_cache_filtering: bool,
     metrics: Option<ShardMetrics>,
 }
 
@@ -64,6 +65,7 @@ impl ShardConfig {
             renew_period: Duration::from_secs(2),
             catch_up_timeout: Duration::from_secs(3),
             server_side_filtering: true,
+            child_cache_filtering: true,
             metrics: None,
         }
     }
@@ -127,6 +129,32 @@ impl ShardConfig {
 
     pub(crate) fn filters_server_side(&self) -> bool {
         self.server_side_filtering
+    }
+
+    /// Whether the child caches (the owned kinds) of the sharded
+    /// controllers keep only the children of owners in the slots the
+    /// member claims, plus the orphans (which any owner may adopt); on by
+    /// default. The API server cannot select children by their owner
+    /// (KEP-5866 hashes only `metadata.uid` and `metadata.namespace`), so
+    /// the informer lists and watches every child and keeps only those
+    /// whose controller `ownerReference` UID hashes into a claimed slot
+    /// ([`Informer::set_client_filter`](ctrlkit_informer::Informer::set_client_filter)).
+    /// A change of claims restarts the child informers with a fresh list,
+    /// like the owner informers with server-side filtering, and a gained
+    /// slot starts only once that list is complete (the catch-up waits for
+    /// every cache); a child adopted by an owner of another member's slot
+    /// leaves the cache as a delete.
+    ///
+    /// Turn it off when an owned kind's informer is shared with a
+    /// controller that is not sharded with this member, or uses that kind
+    /// as its owner or a watched kind (a shared informer has one filter).
+    pub fn child_cache_filtering(mut self, on: bool) -> Self {
+        self.child_cache_filtering = on;
+        self
+    }
+
+    pub(crate) fn filters_child_caches(&self) -> bool {
+        self.child_cache_filtering
     }
 
     /// Records the member's metrics into `metrics`.
@@ -253,8 +281,9 @@ pub(crate) struct Attached {
     pub(crate) requeue: Box<dyn Fn(&SlotSet) + Send + Sync>,
     pub(crate) count: Box<dyn Fn(&SlotSet) -> usize + Send + Sync>,
     pub(crate) caches: Caches,
-    /// Narrows the owner informer to the claimed slots (server-side
-    /// filtering), before any of them starts.
+    /// Narrows the owner informer (server-side filtering) and the child
+    /// caches (client filter) to the claimed slots, before any of them
+    /// starts.
     pub(crate) select: Box<dyn Fn(&SlotSet) + Send + Sync>,
 }
 
@@ -498,7 +527,12 @@ impl ShardMember {
         }
     }
 
+    /// Attaches a controller; its caches are narrowed to the slots the
+    /// member holds so far (none before it runs: the child caches then
+    /// keep the orphans only, until the first claims).
     pub(crate) fn attach(&self, attached: Attached) {
+        let active = self.inner.state.lock().active;
+        (attached.select)(&active);
         self.inner.attached.lock().push(attached);
     }
 
