@@ -569,8 +569,8 @@ async fn three_members_split_600_owners_and_take_over_a_killed_members_without_c
         until(&format!("{id}'s pod cache"), || child_cache(m) == want).await;
     }
     // An orphan adopted by an owner of a's slots leaves b's and c's pod
-    // caches and stays in a's. (The owner UID is made up: only its slot
-    // matters to the filter, and no controller counts the pod.)
+    // caches and stays in a's (this test's reconcile never deletes a pod,
+    // and the pod is deleted before the pods are counted again).
     let pods: Api<Pod> = Api::namespaced(cluster.client(), NS);
     let stray: Pod = serde_json::from_value(json!({
         "metadata": {"name": "stray"},
@@ -583,13 +583,17 @@ async fn three_members_split_600_owners_and_take_over_a_killed_members_without_c
         members.iter().all(|(_, m)| cached(m))
     })
     .await;
-    let a_uid = (0..)
-        .map(|i| format!("made-up-{i}"))
-        .find(|u| a.member.holds_uid(u))
+    let adopter = cms
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .find(|c| a.member.holds_uid(c.metadata.uid.as_deref().unwrap()))
         .unwrap();
     let adopt = Patch::Merge(json!({"metadata": {"ownerReferences": [{
-        "apiVersion": "v1", "kind": "ConfigMap", "name": "made-up",
-        "uid": a_uid, "controller": true,
+        "apiVersion": "v1", "kind": "ConfigMap", "name": adopter.metadata.name,
+        "uid": adopter.metadata.uid, "controller": true,
     }]}}));
     pods.patch("stray", &PatchParams::default(), &adopt)
         .await
