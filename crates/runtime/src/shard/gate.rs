@@ -57,7 +57,10 @@ impl<K: Watchable> ControllerBuilder<'_, K> {
     ///   cached owners in it are queued (their events were dropped while
     ///   another member held them);
     /// - with [server-side filtering](super::ShardConfig::server_side_filtering),
-    ///   the owner informer lists and watches only the claimed slots.
+    ///   the owner informer lists and watches only the claimed slots;
+    /// - with [child cache filtering](super::ShardConfig::child_cache_filtering),
+    ///   the owned kinds' caches keep only the orphans and the children of
+    ///   owners in the claimed slots.
     ///
     /// A controller built on a [`Manager`](crate::Manager) started with
     /// `--shard-ring` is sharded with the manager's member without this
@@ -69,8 +72,9 @@ impl<K: Watchable> ControllerBuilder<'_, K> {
 
 impl ShardMember {
     /// Attaches `controller`: how the member queues its owners of gained
-    /// slots, counts the owners it holds, and tells whether its caches
-    /// caught up with the ring.
+    /// slots, counts the owners it holds, tells whether its caches caught
+    /// up with the ring, and narrows its owner cache and its `children`
+    /// (the client filter setters of its owned kinds) to the claims.
     pub(crate) fn attach_controller<K: Watchable>(
         &self,
         controller: &Controller<K>,
