@@ -6,9 +6,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ctrlkit_informer::{
-    ClientFilter, DeletedObject, EventHandler, Informer, ShardSelectorSupport,
-};
+use ctrlkit_informer::{ClientFilter, DeletedObject, EventHandler, Informer, ShardSelectorSupport};
 use ctrlkit_testcluster::{TestCluster, TestClusterConfig};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -191,7 +189,12 @@ fn keep_half(which: &'static str) -> ClientFilter {
 }
 
 fn names(informer: &Informer<ConfigMap>) -> Vec<String> {
-    let mut names: Vec<String> = informer.store().list().iter().map(|c| c.name_any()).collect();
+    let mut names: Vec<String> = informer
+        .store()
+        .list()
+        .iter()
+        .map(|c| c.name_any())
+        .collect();
     names.sort();
     names
 }
@@ -224,33 +227,58 @@ async fn a_client_filter_keeps_only_what_it_keeps_and_relists_for_a_new_one() {
         let labels = half.map(|h| json!({"half": h}));
         serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}})).unwrap()
     };
-    for (name, h) in [("a1", Some("a")), ("a2", Some("a")), ("b1", Some("b")), ("none", None)] {
-        api.create(&PostParams::default(), &make(name, h)).await.unwrap();
+    for (name, h) in [
+        ("a1", Some("a")),
+        ("a2", Some("a")),
+        ("b1", Some("b")),
+        ("none", None),
+    ] {
+        api.create(&PostParams::default(), &make(name, h))
+            .await
+            .unwrap();
     }
     let deletes = Deletes::default();
-    let informer = Informer::builder(api.clone()).handler(deletes.clone()).build();
+    let informer = Informer::builder(api.clone())
+        .handler(deletes.clone())
+        .build();
     assert!(informer.set_client_filter(Some(keep_half("a"))));
-    assert!(!informer.set_client_filter(Some(keep_half("a"))), "unchanged");
+    assert!(
+        !informer.set_client_filter(Some(keep_half("a"))),
+        "unchanged"
+    );
     let stop = CancellationToken::new();
     informer.start(stop.clone()).unwrap();
     informer.wait_for_cache_sync().await.unwrap();
     assert_eq!(names(&informer), ["a1", "a2", "none"]);
 
     // Watched objects too; a1 moving to the other half leaves the cache.
-    api.create(&PostParams::default(), &make("a3", Some("a"))).await.unwrap();
-    api.create(&PostParams::default(), &make("b2", Some("b"))).await.unwrap();
+    api.create(&PostParams::default(), &make("a3", Some("a")))
+        .await
+        .unwrap();
+    api.create(&PostParams::default(), &make("b2", Some("b")))
+        .await
+        .unwrap();
     let moved = Patch::Merge(json!({"metadata": {"labels": {"half": "b"}}}));
-    let a1 = api.patch("a1", &PatchParams::default(), &moved).await.unwrap();
+    let a1 = api
+        .patch("a1", &PatchParams::default(), &moved)
+        .await
+        .unwrap();
     until("a1 out, a3 in", || names(&informer) == ["a2", "a3", "none"]).await;
     assert_eq!(*deletes.0.lock().unwrap(), ["a1:b"], "its new state");
     let store = informer.store();
-    assert!(store.has_observed_resource_version(&a1.resource_version().unwrap()).unwrap());
+    assert!(
+        store
+            .has_observed_resource_version(&a1.resource_version().unwrap())
+            .unwrap()
+    );
 
     // A new filter: a fresh list; nothing reflected until it is complete.
     assert!(informer.set_client_filter(Some(keep_half("b"))));
     until("half b", || names(&informer) == ["a1", "b1", "b2", "none"]).await;
     until("the relist to count as current", || {
-        store.has_observed_resource_version(&a1.resource_version().unwrap()).unwrap()
+        store
+            .has_observed_resource_version(&a1.resource_version().unwrap())
+            .unwrap()
     })
     .await;
     let read = store.consistent_read().await.unwrap().unwrap();
