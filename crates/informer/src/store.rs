@@ -364,6 +364,16 @@ impl<K: Resource> Store<K> {
         }))
     }
 
+    /// Whether the informer is relisting for a new shard selector or
+    /// client filter
+    /// ([`Informer::set_shard_selector`](crate::Informer::set_shard_selector),
+    /// [`Informer::set_client_filter`](crate::Informer::set_client_filter)):
+    /// the cache still holds the old shard, and may lack every object of
+    /// the new one, until the list completes.
+    pub fn is_relisting(&self) -> bool {
+        !self.shared.shard.is_current()
+    }
+
     pub(crate) fn shard(&self) -> &ShardFilter {
         &self.shared.shard
     }

@@ -154,6 +154,9 @@ pub(crate) trait Synced: Send + Sync {
     fn consistent_read(&self) -> BoxFuture<'static, Result<Option<ConsistentRead>, kube::Error>>;
     /// Whether the cache reflects a consistent read.
     fn reflects(&self, read: &ConsistentRead) -> Result<bool, CompareError>;
+    /// Whether the informer is relisting for a new shard selector or
+    /// client filter (the cache may lack the new shard entirely).
+    fn is_relisting(&self) -> bool;
 }
 
 impl<T: Resource + Send + Sync + 'static> Synced for Store<T> {
@@ -177,6 +180,10 @@ impl<T: Resource + Send + Sync + 'static> Synced for Store<T> {
 
     fn reflects(&self, read: &ConsistentRead) -> Result<bool, CompareError> {
         Store::reflects(self, read)
+    }
+
+    fn is_relisting(&self) -> bool {
+        Store::is_relisting(self)
     }
 }
 

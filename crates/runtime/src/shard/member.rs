@@ -103,7 +103,11 @@ impl ShardConfig {
     /// the previous holder created and the member does not create them
     /// again. In a quiet cluster that holds at once. Past this timeout the
     /// slot starts anyway (*fails open*), with a warning and
-    /// `ctrlkit_shard_catch_up_timeouts_total`. It also
+    /// `ctrlkit_shard_catch_up_timeouts_total` — but never while a cache
+    /// is still relisting for the member's new claims (server-side
+    /// selector or child cache filter): such a cache may lack the slot's
+    /// objects entirely, so the slot waits for the relist, with a warning
+    /// once past the timeout. It also
     /// starts at once, with a warning, when a resourceVersion is not an
     /// integer (they cannot be ordered). Zero starts gained slots at once.
     pub fn catch_up_timeout(mut self, d: Duration) -> Self {
@@ -816,8 +820,18 @@ impl ShardMember {
         let inner = &self.inner;
         let config = &inner.config;
         let mut started = SlotSet::empty();
-        catching_up.retain(|c| {
-            let Some(target) = c.target.as_deref() else {
+        catching_up.retain_mut(|c| {
+            // Never start, not even failing open, while a cache may not
+            // hold the slots at all yet (its relist for the new claims is
+            // not complete): wait for it, however long it takes.
+            if c.relisting() {
+                if now >= c.deadline && !c.warned {
+                    c.warned = true;
+                    tracing::warn!(ring = %config.ring, member = %inner.lease_name, slots = %c.slots, timeout = ?config.catch_up_timeout, "a cache is still relisting for the claimed slots past the catch-up timeout: the gained slots wait for it");
+                }
+                return true;
+            }
+            let Some(target) = c.target.clone() else {
                 return start_now(&mut started, &c.slots);
             };
             let ready = c.ready();
