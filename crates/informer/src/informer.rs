@@ -24,7 +24,7 @@ use crate::health::{Health, InformerStats, Unhealthy};
 use crate::index::IndexFn;
 use crate::key::ObjectKey;
 use crate::list_watch::{ApiSource, ListWatch, Step, consistent_read, selected_list_watch};
-use crate::shard_selector::ShardSelectorSupport;
+use crate::shard_selector::{ClientFilter, ShardSelectorSupport};
 use crate::store::Store;
 use crate::transform::Transform;
 
@@ -220,8 +220,8 @@ where
                     let Some((source, config)) = informer.inner.source.clone() else {
                         return Err(kube::Error::Service("the informer has no API".into()));
                     };
-                    let (_, shard) = informer.inner.store.shard().current();
-                    consistent_read(&*source, &config, shard.as_deref(), informer.decoder()).await
+                    let (_, narrowing) = informer.inner.store.shard().current();
+                    consistent_read(&*source, &config, &narrowing, informer.decoder()).await
                 })
             }));
         }
@@ -483,10 +483,13 @@ where
     pub fn apply_maybe_decoded(&self, event: Event<MaybeDecoded<K>>) {
         let mut dispatch = self.inner.dispatch.lock();
         dispatch.received = true;
+        let shard = self.inner.store.shard();
         let mut notes = Vec::new();
         let mut synced_now = false;
         match event {
             Event::Init => dispatch.listing = Some(Listing::default()),
+            // Outside the client filter: not kept (not even as undecodable).
+            Event::InitApply(obj) if !shard.keeps(obj.metadata()) => {}
             Event::InitApply(MaybeDecoded::Decoded(obj)) => {
                 let obj = Arc::new(transformed(dispatch.transform.as_ref(), obj));
                 dispatch
@@ -519,9 +522,26 @@ where
                     &mut notes,
                 );
             }
+            Event::Apply(MaybeDecoded::Decoded(obj)) if !shard.keeps(obj.meta()) => {
+                // Left the client filter (or never in it): out of the cache
+                // as a delete of its new state, as a server does for an
+                // object that stops matching a label selector; nothing if
+                // it was not cached.
+                let obj = Arc::new(transformed(dispatch.transform.as_ref(), obj));
+                self.inner.store.write().delete(obj, &mut notes);
+            }
             Event::Apply(MaybeDecoded::Decoded(obj)) => {
                 let obj = Arc::new(transformed(dispatch.transform.as_ref(), obj));
                 self.inner.store.write().apply(obj, &mut notes);
+            }
+            Event::Apply(MaybeDecoded::Undecodable(bad)) if !shard.keeps(bad.metadata()) => {
+                let (key, rv) = (bad.key(), bad.resource_version().map(str::to_owned));
+                if let Some(key) = key {
+                    self.inner
+                        .store
+                        .write()
+                        .delete_undecodable(&key, rv.as_deref(), &mut notes);
+                }
             }
             Event::Apply(MaybeDecoded::Undecodable(bad)) => {
                 let (key, uid) = (bad.key(), bad.metadata().uid.clone());
@@ -691,9 +711,37 @@ where
         self.inner.store.shard().set(selector)
     }
 
+    /// Keeps in the cache only the objects `filter` keeps (`None`: every
+    /// object the list and watch return): the client-side counterpart of
+    /// [`set_shard_selector`](Self::set_shard_selector), for what the server
+    /// cannot select (a sharded controller's children, placed by their
+    /// controller reference's UID). The informer still lists and watches
+    /// every object; listed objects the filter leaves out are dropped
+    /// before they enter the cache, a watched object that stops passing
+    /// leaves it as a delete of its new state (handlers get `on_delete`,
+    /// as for an object that stops matching a label selector), and
+    /// [`Store::consistent_read`] applies the filter to its list.
+    ///
+    /// A running informer starts over with a fresh list, as for a new
+    /// selector: objects the new filter keeps arrive as adds, those it
+    /// leaves out leave as deletes, and until that list is complete the
+    /// store reflects no resourceVersion. Returns whether anything changes
+    /// (not for a filter with the same [`id`](ClientFilter::id)).
+    ///
+    /// A shared informer has one filter: every user of it sees only what
+    /// it keeps. An informer without an API ([`manual`](Self::manual))
+    /// ignores filters (returns `false`): nothing could relist it for the
+    /// objects a new filter keeps.
+    pub fn set_client_filter(&self, filter: Option<ClientFilter>) -> bool {
+        if self.inner.source.is_none() {
+            return false;
+        }
+        self.inner.store.shard().set_filter(filter)
+    }
+
     /// The shard selector the informer lists and watches with.
     pub fn shard_selector(&self) -> Option<String> {
-        self.inner.store.shard().current().1
+        self.inner.store.shard().current().1.selector
     }
 
     /// Whether the API server applied the shard selector of the last list

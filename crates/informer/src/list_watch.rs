@@ -38,6 +38,7 @@ use kube::{Api, Client, Resource};
 use crate::consistent::ConsistentRead;
 use crate::decode::{Decoder, ListPage as Page, MaybeDecoded};
 use crate::health::{DEFAULT_WATCH_TIMEOUT, WATCH_IDLE_MARGIN};
+use crate::shard_selector::Narrowing;
 
 /// What the loop hands to the informer.
 #[derive(Debug)]
@@ -255,7 +256,7 @@ pub(crate) fn selected_list_watch<K>(
     source: Arc<dyn ListWatch<K>>,
     config: watcher::Config,
     decoder: Decoder<K>,
-    selector: tokio::sync::watch::Receiver<(u64, Option<String>)>,
+    selector: tokio::sync::watch::Receiver<(u64, Narrowing)>,
 ) -> impl Stream<Item = Result<Step<K>, watcher::Error>> + Send
 where
     K: Resource + Send + 'static,
@@ -280,10 +281,10 @@ where
                     let stream = match current.as_mut() {
                         Some(stream) => stream,
                         None => {
-                            let (generation, selector) = rx.borrow_and_update().clone();
+                            let (generation, narrowing) = rx.borrow_and_update().clone();
                             current.insert(start(ShardQuery {
                                 generation,
-                                selector,
+                                selector: narrowing.selector,
                             }))
                         }
                     };
@@ -593,9 +594,10 @@ async fn next_line<K>(lines: &mut WatchLines<K>, timeout: Option<u32>) -> Line<K
 pub(crate) async fn consistent_read<K: Resource + 'static>(
     source: &dyn ListWatch<K>,
     config: &watcher::Config,
-    shard: Option<&str>,
+    narrowing: &Narrowing,
     decoder: Decoder<K>,
 ) -> Result<ConsistentRead, kube::Error> {
+    let shard = narrowing.selector.as_deref();
     let mut params = list_params(config);
     params.resource_version = None;
     params.version_match = None;
@@ -607,7 +609,8 @@ pub(crate) async fn consistent_read<K: Resource + 'static>(
             read.resource_version = page.resource_version.clone().unwrap_or_default();
             first = false;
         }
-        for item in &page.items {
+        // What the cache would keep of the list: the client filter's too.
+        for item in page.items.iter().filter(|i| narrowing.keeps(i.metadata())) {
             read.insert(item.metadata());
         }
         match page.continue_token {

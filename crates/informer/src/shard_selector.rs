@@ -18,10 +18,85 @@
 //! store does not count as reflecting any resourceVersion, so a caller
 //! waiting for the cache to catch up does not mistake the old shard's
 //! cache for the new one's.
+//!
+//! A [`ClientFilter`] narrows a cache the same way where the server cannot
+//! (KEP-5866 hashes only `metadata.uid` and `metadata.namespace`, so a
+//! sharded controller's children, placed by their controller's UID, are
+//! filtered on the client): the informer still lists and watches every
+//! object, but keeps only those the filter keeps. A new filter restarts
+//! the list and watch exactly as a new selector does, so the objects it
+//! newly keeps are in the cache once the relist completes, and until then
+//! the store reflects nothing.
 
+use std::fmt;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use tokio::sync::watch;
+
+/// Which objects an informer's cache keeps, decided on the client from each
+/// object's metadata (see
+/// [`Informer::set_client_filter`](crate::Informer::set_client_filter)).
+///
+/// Two filters with the same `id` are the same filter: setting one again
+/// changes nothing (several controllers sharing an informer may each ask
+/// for it without relisting twice).
+#[derive(Clone)]
+pub struct ClientFilter {
+    id: String,
+    keep: Arc<dyn Fn(&ObjectMeta) -> bool + Send + Sync>,
+}
+
+impl ClientFilter {
+    /// A filter named `id` keeping the objects `keep` returns true for.
+    pub fn new(
+        id: impl Into<String>,
+        keep: impl Fn(&ObjectMeta) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            id: id.into(),
+            keep: Arc::new(keep),
+        }
+    }
+
+    /// The filter's name: what tells two filters apart.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Whether the cache keeps an object with metadata `meta`.
+    pub fn keeps(&self, meta: &ObjectMeta) -> bool {
+        (self.keep)(meta)
+    }
+}
+
+impl fmt::Debug for ClientFilter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("ClientFilter").field(&self.id).finish()
+    }
+}
+
+impl PartialEq for ClientFilter {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id
+    }
+}
+
+/// What narrows an informer's cache: the selector sent to the server and
+/// the filter applied on the client.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Narrowing {
+    pub(crate) selector: Option<String>,
+    pub(crate) filter: Option<ClientFilter>,
+}
+
+impl Narrowing {
+    /// Whether the cache keeps an object with metadata `meta`.
+    pub(crate) fn keeps(&self, meta: &ObjectMeta) -> bool {
+        self.filter.as_ref().is_none_or(|f| f.keeps(meta))
+    }
+}
 
 /// Whether the API server applied a shard selector the informer sent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,9 +112,9 @@ pub enum ShardSelectorSupport {
 /// The informer's wanted selector and what the server made of it.
 #[derive(Debug)]
 pub(crate) struct ShardFilter {
-    /// The selector with its generation; the list/watch restarts when it
-    /// changes.
-    selector: watch::Sender<(u64, Option<String>)>,
+    /// The selector and client filter with their generation; the
+    /// list/watch restarts when either changes.
+    selector: watch::Sender<(u64, Narrowing)>,
     /// The generation of the newest complete list.
     listed: AtomicU64,
     support: AtomicU8,
@@ -48,7 +123,7 @@ pub(crate) struct ShardFilter {
 impl Default for ShardFilter {
     fn default() -> Self {
         Self {
-            selector: watch::channel((0, None)).0,
+            selector: watch::channel((0, Narrowing::default())).0,
             listed: AtomicU64::new(0),
             support: AtomicU8::new(0),
         }
@@ -63,20 +138,40 @@ impl ShardFilter {
             return false;
         }
         self.selector.send_if_modified(|(generation, current)| {
-            if *current == selector {
+            if current.selector == selector {
                 return false;
             }
-            *current = selector;
+            current.selector = selector;
             *generation += 1;
             true
         })
     }
 
-    pub(crate) fn current(&self) -> (u64, Option<String>) {
+    /// Keeps only what `filter` keeps from now on; `false` if it is the
+    /// filter already set. Unlike a selector, a filter works with any
+    /// server, so it is set whatever the server did with selectors.
+    pub(crate) fn set_filter(&self, filter: Option<ClientFilter>) -> bool {
+        self.selector.send_if_modified(|(generation, current)| {
+            if current.filter == filter {
+                return false;
+            }
+            current.filter = filter;
+            *generation += 1;
+            true
+        })
+    }
+
+    pub(crate) fn current(&self) -> (u64, Narrowing) {
         self.selector.borrow().clone()
     }
 
-    pub(crate) fn subscribe(&self) -> watch::Receiver<(u64, Option<String>)> {
+    /// Whether the cache keeps an object with metadata `meta` under the
+    /// current filter.
+    pub(crate) fn keeps(&self, meta: &ObjectMeta) -> bool {
+        self.selector.borrow().1.keeps(meta)
+    }
+
+    pub(crate) fn subscribe(&self) -> watch::Receiver<(u64, Narrowing)> {
         self.selector.subscribe()
     }
 

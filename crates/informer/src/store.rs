@@ -306,7 +306,9 @@ impl<K: Resource> Store<K> {
     /// observed.
     ///
     /// `Ok(false)` while the informer relists for a new shard selector
-    /// ([`Informer::set_shard_selector`](crate::Informer::set_shard_selector)):
+    /// ([`Informer::set_shard_selector`](crate::Informer::set_shard_selector))
+    /// or client filter
+    /// ([`Informer::set_client_filter`](crate::Informer::set_client_filter)):
     /// the cache still holds the old shard.
     pub fn has_observed_resource_version(&self, rv: &str) -> Result<bool, CompareError> {
         if !self.shared.shard.is_current() {
@@ -316,7 +318,8 @@ impl<K: Resource> Store<K> {
     }
 
     /// A consistent (quorum) list of the informer's resource, with its
-    /// selectors, to compare with the cache ([`reflects`](Self::reflects));
+    /// selectors (and only the objects its client filter keeps), to compare
+    /// with the cache ([`reflects`](Self::reflects));
     /// `Ok(None)` for a store with no API server behind it (an informer
     /// built with [`Informer::manual`](crate::Informer::manual)).
     ///
@@ -359,6 +362,16 @@ impl<K: Resource> Store<K> {
                 meta.resource_version.as_deref().unwrap_or(""),
             )
         }))
+    }
+
+    /// Whether the informer is relisting for a new shard selector or
+    /// client filter
+    /// ([`Informer::set_shard_selector`](crate::Informer::set_shard_selector),
+    /// [`Informer::set_client_filter`](crate::Informer::set_client_filter)):
+    /// the cache still holds the old shard, and may lack every object of
+    /// the new one, until the list completes.
+    pub fn is_relisting(&self) -> bool {
+        !self.shared.shard.is_current()
     }
 
     pub(crate) fn shard(&self) -> &ShardFilter {

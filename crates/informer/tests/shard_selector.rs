@@ -1,13 +1,16 @@
-//! Server-side sharded list and watch (KEP-5866) and the consistent read
-//! behind the handover's catch-up, against ctrlkit's simulated API server.
+//! Server-side sharded list and watch (KEP-5866), its client-side
+//! counterpart (a client filter), and the consistent read behind the
+//! handover's catch-up, against ctrlkit's simulated API server.
 #![allow(clippy::unwrap_used)]
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ctrlkit_informer::{Informer, ShardSelectorSupport};
+use ctrlkit_informer::{ClientFilter, DeletedObject, EventHandler, Informer, ShardSelectorSupport};
 use ctrlkit_testcluster::{TestCluster, TestClusterConfig};
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{DeleteParams, PostParams};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -170,5 +173,117 @@ async fn a_cache_reflects_a_consistent_read_only_when_it_holds_what_the_read_sho
     api.delete("cm-0", &DeleteParams::default()).await.unwrap();
     let read = store.consistent_read().await.unwrap().unwrap();
     assert!(!store.reflects(&read).unwrap(), "cm-0 still cached");
+    cluster.shutdown().await;
+}
+
+/// The half a ConfigMap is labelled with, if any.
+fn half(meta: &ObjectMeta) -> Option<&str> {
+    meta.labels.as_ref()?.get("half").map(String::as_str)
+}
+
+/// Keeps the unlabelled ConfigMaps and those of half `which`.
+fn keep_half(which: &'static str) -> ClientFilter {
+    ClientFilter::new(format!("half {which}"), move |meta| {
+        half(meta).is_none_or(|h| h == which)
+    })
+}
+
+fn names(informer: &Informer<ConfigMap>) -> Vec<String> {
+    let mut names: Vec<String> = informer
+        .store()
+        .list()
+        .iter()
+        .map(|c| c.name_any())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Records the names of deleted objects with the half they carried.
+#[derive(Clone, Default)]
+struct Deletes(Arc<Mutex<Vec<String>>>);
+
+impl EventHandler<ConfigMap> for Deletes {
+    fn on_add(&self, _: &Arc<ConfigMap>, _: bool) {}
+    fn on_update(&self, _: &Arc<ConfigMap>, _: &Arc<ConfigMap>) {}
+    fn on_delete(&self, obj: &DeletedObject<ConfigMap>) {
+        let o = obj.object();
+        let h = half(&o.metadata).unwrap_or("-").to_owned();
+        self.0.lock().unwrap().push(format!("{}:{h}", o.name_any()));
+    }
+}
+
+/// A client filter: the cache keeps only what it keeps, from the list and
+/// the watch; an object that stops passing leaves as a delete of its new
+/// state; a new filter relists (the store reflects nothing until then) and
+/// the consistent read lists what the filter keeps.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_filter_keeps_only_what_it_keeps_and_relists_for_a_new_one() {
+    let cluster = TestCluster::start(TestClusterConfig::default())
+        .await
+        .unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(cluster.client(), "default");
+    let make = |name: &str, half: Option<&str>| -> ConfigMap {
+        let labels = half.map(|h| json!({"half": h}));
+        serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}})).unwrap()
+    };
+    for (name, h) in [
+        ("a1", Some("a")),
+        ("a2", Some("a")),
+        ("b1", Some("b")),
+        ("none", None),
+    ] {
+        api.create(&PostParams::default(), &make(name, h))
+            .await
+            .unwrap();
+    }
+    let deletes = Deletes::default();
+    let informer = Informer::builder(api.clone())
+        .handler(deletes.clone())
+        .build();
+    assert!(informer.set_client_filter(Some(keep_half("a"))));
+    assert!(
+        !informer.set_client_filter(Some(keep_half("a"))),
+        "unchanged"
+    );
+    let stop = CancellationToken::new();
+    informer.start(stop.clone()).unwrap();
+    informer.wait_for_cache_sync().await.unwrap();
+    assert_eq!(names(&informer), ["a1", "a2", "none"]);
+
+    // Watched objects too; a1 moving to the other half leaves the cache.
+    api.create(&PostParams::default(), &make("a3", Some("a")))
+        .await
+        .unwrap();
+    api.create(&PostParams::default(), &make("b2", Some("b")))
+        .await
+        .unwrap();
+    let moved = Patch::Merge(json!({"metadata": {"labels": {"half": "b"}}}));
+    let a1 = api
+        .patch("a1", &PatchParams::default(), &moved)
+        .await
+        .unwrap();
+    until("a1 out, a3 in", || names(&informer) == ["a2", "a3", "none"]).await;
+    assert_eq!(*deletes.0.lock().unwrap(), ["a1:b"], "its new state");
+    let store = informer.store();
+    assert!(
+        store
+            .has_observed_resource_version(&a1.resource_version().unwrap())
+            .unwrap()
+    );
+
+    // A new filter: a fresh list; nothing reflected until it is complete.
+    assert!(informer.set_client_filter(Some(keep_half("b"))));
+    until("half b", || names(&informer) == ["a1", "b1", "b2", "none"]).await;
+    until("the relist to count as current", || {
+        store
+            .has_observed_resource_version(&a1.resource_version().unwrap())
+            .unwrap()
+    })
+    .await;
+    let read = store.consistent_read().await.unwrap().unwrap();
+    assert_eq!(read.len(), 4, "the read lists what the filter keeps");
+    assert!(store.reflects(&read).unwrap());
+    stop.cancel();
     cluster.shutdown().await;
 }

@@ -13,14 +13,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ctrlkit_expectations::ControllerExpectations;
-use ctrlkit_informer::{Informer, ShardSelectorSupport, SharedInformerFactory, Store};
+use ctrlkit_informer::{
+    Informer, ShardSelectorSupport, SharedInformerFactory, Store, controller_ref,
+};
 use ctrlkit_runtime::child::{ChildControl, KubeChildControl, controller_ref_for};
 use ctrlkit_runtime::shard::{SLOTS, ShardConfig, ShardMember, SlotSet};
 use ctrlkit_runtime::{Action, Controller, ObjectKey, Owns, creation_id};
 use ctrlkit_testcluster::{TestCluster, TestClusterConfig};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
-use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
 use kube::{Api, Resource};
 use parking_lot::Mutex;
@@ -46,6 +48,9 @@ struct Ctx {
     creates: Arc<Mutex<HashMap<String, usize>>>,
     /// The members that synced each owner, in order (repeats collapsed).
     synced: Arc<Mutex<HashMap<ObjectKey, Vec<String>>>>,
+    /// The pods a member's cache held for an owner when it first synced
+    /// it, by owner and member.
+    first_look: Arc<Mutex<HashMap<(ObjectKey, String), usize>>>,
 }
 
 /// Keeps three pods per ConfigMap owner, as a ReplicaSet controller does:
@@ -58,19 +63,23 @@ async fn reconcile(
     let Some(owner) = owner else {
         return Ok(Action::done());
     };
+    let uid = owner.meta().uid.clone().unwrap_or_default();
+    let have = ctx.cache.by_controller(&key.namespace, &uid, false)?.len();
     {
         let mut synced = ctx.synced.lock();
         let by = synced.entry(key.clone()).or_default();
         if by.last() != Some(&ctx.member) {
             by.push(ctx.member.clone());
         }
+        ctx.first_look
+            .lock()
+            .entry((key.clone(), ctx.member.clone()))
+            .or_insert(have);
     }
     let exp_key = key.to_string();
     if !ctx.expectations.satisfied(&exp_key) {
         return Ok(Action::done());
     }
-    let uid = owner.meta().uid.clone().unwrap_or_default();
-    let have = ctx.cache.by_controller(&key.namespace, &uid, false)?.len();
     let missing = CHILDREN.saturating_sub(have);
     if missing == 0 {
         return Ok(Action::done());
@@ -101,9 +110,11 @@ async fn reconcile(
     Ok(Action::done())
 }
 
+#[derive(Default)]
 struct Shared {
     creates: Arc<Mutex<HashMap<String, usize>>>,
     synced: Arc<Mutex<HashMap<ObjectKey, Vec<String>>>>,
+    first_look: Arc<Mutex<HashMap<(ObjectKey, String), usize>>>,
 }
 
 impl Shared {
@@ -191,6 +202,7 @@ impl Member {
             expectations: Arc::clone(controller.expectations()),
             creates: Arc::clone(&shared.creates),
             synced: Arc::clone(&shared.synced),
+            first_look: Arc::clone(&shared.first_look),
         });
         let run = controller.run(reconcile, ctx, stop.clone().cancelled_owned());
         let controller = tokio::spawn(async move {
@@ -351,10 +363,7 @@ async fn settle(cluster: &TestCluster) {
 async fn a_gaining_member_with_a_lagging_child_watch_does_not_create_the_previous_holders_children_again()
  {
     let cluster = cluster().await;
-    let shared = Shared {
-        creates: Arc::default(),
-        synced: Arc::default(),
-    };
+    let shared = Shared::default();
     let (churning, churner) = churn(&cluster, Duration::from_millis(10));
     let a = Member::start(&cluster, "a", &shared, Duration::from_secs(10), None);
     until("a holds every slot", || {
@@ -431,6 +440,37 @@ fn owner_cache(m: &Member) -> Vec<String> {
         .collect()
 }
 
+/// The names of the pods in a member's pod cache.
+fn child_cache(m: &Member) -> Vec<String> {
+    let mut names: Vec<String> = m
+        .factory
+        .namespaced::<Pod>(NS, watcher::Config::default())
+        .store()
+        .list()
+        .iter()
+        .filter_map(|p| p.metadata.name.clone())
+        .collect();
+    names.sort();
+    names
+}
+
+/// The names of the pods on the server a member's pod cache must hold:
+/// the orphans and the pods whose controller is in a slot it holds.
+async fn children_of(cluster: &TestCluster, held: &SlotSet) -> Vec<String> {
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), NS);
+    let mut names: Vec<String> = pods
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|p| controller_ref(&p.metadata).is_none_or(|r| held.contains_uid(&r.uid)))
+        .filter_map(|p| p.metadata.name)
+        .collect();
+    names.sort();
+    names
+}
+
 /// The split target at a fifth of its scale: three members, 600
 /// owners of three pods each, created through `KubeChildControl`. Each
 /// member syncs about a third of the owners and exactly 1,800 pods are
@@ -440,10 +480,7 @@ fn owner_cache(m: &Member) -> Vec<String> {
 async fn three_members_split_600_owners_and_take_over_a_killed_members_without_creating_twice() {
     const OWNERS: usize = 600;
     let cluster = cluster().await;
-    let shared = Shared {
-        creates: Arc::default(),
-        synced: Arc::default(),
-    };
+    let shared = Shared::default();
     let (churning, churner) = churn(&cluster, Duration::from_millis(50));
     let catch_up = Duration::from_secs(5);
     let a = Member::start(&cluster, "a", &shared, catch_up, None);
@@ -522,6 +559,55 @@ async fn three_members_split_600_owners_and_take_over_a_killed_members_without_c
         );
     }
 
+    // Child caches: each member keeps the orphans (the churn pod) and the
+    // pods of its own slots' owners, nothing else (a client filter; the
+    // server cannot select pods by their owner).
+    for (id, m) in members {
+        let want = children_of(&cluster, &m.member.held_slots()).await;
+        assert!(want.len() < CHILDREN * OWNERS / 2, "{id}: {}", want.len());
+        assert!(want.iter().any(|n| n == "churn"), "the orphan is kept");
+        until(&format!("{id}'s pod cache"), || child_cache(m) == want).await;
+    }
+    // An orphan adopted by an owner of a's slots leaves b's and c's pod
+    // caches and stays in a's (this test's reconcile never deletes a pod,
+    // and the pod is deleted before the pods are counted again).
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), NS);
+    let stray: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "stray"},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+    }))
+    .unwrap();
+    pods.create(&PostParams::default(), &stray).await.unwrap();
+    let cached = |m: &Member| child_cache(m).iter().any(|n| n == "stray");
+    until("the orphan in every pod cache", || {
+        members.iter().all(|(_, m)| cached(m))
+    })
+    .await;
+    let adopter = cms
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .find(|c| a.member.holds_uid(c.metadata.uid.as_deref().unwrap()))
+        .unwrap();
+    let adopt = Patch::Merge(json!({"metadata": {"ownerReferences": [{
+        "apiVersion": "v1", "kind": "ConfigMap", "name": adopter.metadata.name,
+        "uid": adopter.metadata.uid, "controller": true,
+    }]}}));
+    pods.patch("stray", &PatchParams::default(), &adopt)
+        .await
+        .unwrap();
+    until("the adopted pod out of b's and c's caches", || {
+        !cached(&b) && !cached(&c)
+    })
+    .await;
+    assert!(cached(&a), "a's slot: still cached");
+    pods.delete("stray", &DeleteParams::default())
+        .await
+        .unwrap();
+    until("the stray pod gone", || !cached(&a)).await;
+
     // Kill c while a stream of new owners arrives: c's owners, old and
     // new, are synced again by a and b once its Lease expires.
     let c_owners: Vec<ObjectKey> = shared
@@ -554,6 +640,16 @@ async fn three_members_split_600_owners_and_take_over_a_killed_members_without_c
             .all(|k| matches!(shared.last_syncer(k).as_deref(), Some("a" | "b")))
     })
     .await;
+    // Their pod caches had c's pods before they synced c's owners: each
+    // first look at an owner c had settled shows its three pods.
+    let looks = shared.first_look.lock().clone();
+    for key in &c_owners {
+        for id in ["a", "b"] {
+            if let Some(have) = looks.get(&(key.clone(), id.to_owned())) {
+                assert_eq!(*have, CHILDREN, "{id}'s first look at {key}");
+            }
+        }
+    }
     settle(&cluster).await;
     assert_eq!(owner_uids(&cluster).await.len(), OWNERS + 150 + 1);
     assert_exactly_three_each(&cluster, &shared).await;

@@ -678,6 +678,7 @@ impl<'a, K: Watchable> ControllerBuilder<'a, K> {
             update_filter: self.owner_update_filter,
         });
         owner_informer.add_event_handler_arc(Arc::clone(&owner_handler));
+        let child_filters = std::mem::take(&mut installed.child_filters);
         let event_reporter = self.event_reporter.take().unwrap_or_else(|| name.clone());
         let controller = Controller {
             name: Arc::from(name),
@@ -703,7 +704,7 @@ impl<'a, K: Watchable> ControllerBuilder<'a, K> {
             shard,
         };
         if let Some(member) = &controller.shard {
-            member.attach_controller(&controller);
+            member.attach_controller(&controller, child_filters);
         }
         Ok(controller)
     }

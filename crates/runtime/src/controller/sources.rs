@@ -154,6 +154,9 @@ pub(crate) trait Synced: Send + Sync {
     fn consistent_read(&self) -> BoxFuture<'static, Result<Option<ConsistentRead>, kube::Error>>;
     /// Whether the cache reflects a consistent read.
     fn reflects(&self, read: &ConsistentRead) -> Result<bool, CompareError>;
+    /// Whether the informer is relisting for a new shard selector or
+    /// client filter (the cache may lack the new shard entirely).
+    fn is_relisting(&self) -> bool;
 }
 
 impl<T: Resource + Send + Sync + 'static> Synced for Store<T> {
@@ -178,6 +181,10 @@ impl<T: Resource + Send + Sync + 'static> Synced for Store<T> {
     fn reflects(&self, read: &ConsistentRead) -> Result<bool, CompareError> {
         Store::reflects(self, read)
     }
+
+    fn is_relisting(&self) -> bool {
+        Store::is_relisting(self)
+    }
 }
 
 /// What installing the sources produced for the controller.
@@ -189,6 +196,9 @@ pub(crate) struct Installed {
     /// The `Arc<dyn EventHandler<C>>` of each owned kind `C`, by
     /// `TypeId::of::<C>()`.
     pub(crate) owned_handlers: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
+    /// How to set each owned kind's client filter (a sharded member
+    /// narrows the child caches to its slots).
+    pub(crate) child_filters: Vec<crate::shard::SetChildFilter>,
 }
 
 impl Installed {
@@ -279,6 +289,10 @@ impl<K: Watchable, C: Watchable> Source<K> for OwnedSource<K, C> {
         let informer = this.plan.install()?;
         informer.add_index_if_absent(BY_CONTROLLER_UID, index_by_controller_uid::<C>);
         installed.add(informer.store());
+        let children = informer.clone();
+        installed
+            .child_filters
+            .push(Box::new(move |filter| children.set_client_filter(filter)));
         let handler: Arc<dyn EventHandler<C>> = Arc::new(OwnedHandler {
             context: Arc::clone(context),
             orphans: this.orphans,

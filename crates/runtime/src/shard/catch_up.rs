@@ -43,6 +43,9 @@ pub(crate) struct CatchUp {
     /// The newest Lease version seen when the protocol let them start.
     pub(crate) target: Option<String>,
     pub(crate) deadline: Instant,
+    /// Whether the member warned that a cache still relists past the
+    /// deadline.
+    pub(crate) warned: bool,
     caches: Caches,
     reads: Arc<Mutex<Reads>>,
     task: Option<JoinHandle<()>>,
@@ -90,10 +93,19 @@ impl CatchUp {
             slots,
             target,
             deadline,
+            warned: false,
             caches,
             reads,
             task,
         }
+    }
+
+    /// Whether a cache is still relisting for the member's new claims
+    /// (server-side selector or child filter): it may lack the gained
+    /// slots' objects entirely, so the slots must not start, not even past
+    /// the catch-up timeout.
+    pub(crate) fn relisting(&self) -> bool {
+        self.caches.iter().any(|c| c.is_relisting())
     }
 
     /// Whether every cache shows what the slots need; an error when
@@ -158,6 +170,9 @@ mod tests {
         }
         fn reflects(&self, read: &ConsistentRead) -> Result<bool, CompareError> {
             self.informer.store().reflects(read)
+        }
+        fn is_relisting(&self) -> bool {
+            self.informer.store().is_relisting()
         }
     }
 

@@ -7,7 +7,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use ctrlkit_informer::ObjectKey;
+use ctrlkit_informer::{ClientFilter, ObjectKey, controller_ref};
 use ctrlkit_worker::Action;
 use kube::Resource;
 
@@ -15,6 +15,18 @@ use super::member::{Attached, ShardMember};
 use super::slots::SlotSet;
 use crate::controller::Admission;
 use crate::{Controller, ControllerBuilder, LOW_PRIORITY, Watchable};
+
+/// Sets the client filter of one child informer of a controller; returns
+/// whether it changed.
+pub(crate) type SetChildFilter = Box<dyn Fn(Option<ClientFilter>) -> bool + Send + Sync>;
+
+/// The child caches' filter for `claims`: the orphans (any owner may adopt
+/// them) and the children whose controller UID hashes into a claimed slot.
+fn children_of(claims: SlotSet) -> ClientFilter {
+    ClientFilter::new(format!("controller in slots {claims}"), move |meta| {
+        controller_ref(meta).is_none_or(|r| claims.contains_uid(&r.uid))
+    })
+}
 
 /// The builder's admission seam, answered by the member.
 pub(crate) struct ShardAdmission(pub(crate) ShardMember);
@@ -45,7 +57,10 @@ impl<K: Watchable> ControllerBuilder<'_, K> {
     ///   cached owners in it are queued (their events were dropped while
     ///   another member held them);
     /// - with [server-side filtering](super::ShardConfig::server_side_filtering),
-    ///   the owner informer lists and watches only the claimed slots.
+    ///   the owner informer lists and watches only the claimed slots;
+    /// - with [child cache filtering](super::ShardConfig::child_cache_filtering),
+    ///   the owned kinds' caches keep only the orphans and the children of
+    ///   owners in the claimed slots.
     ///
     /// A controller built on a [`Manager`](crate::Manager) started with
     /// `--shard-ring` is sharded with the manager's member without this
@@ -57,9 +72,14 @@ impl<K: Watchable> ControllerBuilder<'_, K> {
 
 impl ShardMember {
     /// Attaches `controller`: how the member queues its owners of gained
-    /// slots, counts the owners it holds, and tells whether its caches
-    /// caught up with the ring.
-    pub(crate) fn attach_controller<K: Watchable>(&self, controller: &Controller<K>) {
+    /// slots, counts the owners it holds, tells whether its caches caught
+    /// up with the ring, and narrows its owner cache and its `children`
+    /// (the client filter setters of its owned kinds) to the claims.
+    pub(crate) fn attach_controller<K: Watchable>(
+        &self,
+        controller: &Controller<K>,
+        children: Vec<SetChildFilter>,
+    ) {
         let (store, queue) = (controller.store(), controller.queue().clone());
         let counted = controller.store();
         self.attach(Attached {
@@ -91,29 +111,45 @@ impl ShardMember {
                     .count()
             }),
             caches: controller.caches().to_vec(),
-            select: self.selector_for(controller.informer().clone()),
+            select: self.selector_for(controller.informer().clone(), children),
         });
     }
 
-    /// Sets the owner informer's KEP-5866 selector to the claimed slots
-    /// (when the member filters server side), once per change of claims.
+    /// Narrows the controller's caches to the claimed slots, once per
+    /// change of claims: the owner informer's KEP-5866 selector (when the
+    /// member filters server side; an empty set is not sent, it would
+    /// select nothing) and each child informer's client filter (when it
+    /// filters child caches: the orphans and the children whose controller
+    /// UID hashes into a claimed slot).
     fn selector_for<K: Watchable>(
         &self,
         informer: ctrlkit_informer::Informer<K>,
+        children: Vec<SetChildFilter>,
     ) -> Box<dyn Fn(&SlotSet) + Send + Sync> {
-        if !self.config().filters_server_side() {
-            return Box::new(|_| {});
-        }
-        let applied = parking_lot::Mutex::new(SlotSet::empty());
+        let owners = self.config().filters_server_side();
+        let children = match self.config().filters_child_caches() {
+            true => children,
+            false => Vec::new(),
+        };
+        let applied = parking_lot::Mutex::new(None::<SlotSet>);
         let lease = self.lease_name().to_owned();
         Box::new(move |claims| {
             let mut last = applied.lock();
-            if *last == *claims {
+            if *last == Some(*claims) {
                 return;
             }
-            *last = *claims;
-            if informer.set_shard_selector(Some(claims.shard_selector())) {
+            *last = Some(*claims);
+            if owners
+                && !claims.is_empty()
+                && informer.set_shard_selector(Some(claims.shard_selector()))
+            {
                 tracing::debug!(member = %lease, resource = %informer.resource(), slots = %claims, "owner informer relists for the claimed slots (server-side filtering)");
+            }
+            let filter = children_of(*claims);
+            for set in &children {
+                if set(Some(filter.clone())) {
+                    tracing::debug!(member = %lease, slots = %claims, "child informer relists for the claimed slots (client filter)");
+                }
             }
         })
     }

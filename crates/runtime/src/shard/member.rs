@@ -42,6 +42,7 @@ pub struct ShardConfig {
     renew_period: Duration,
     catch_up_timeout: Duration,
     server_side_filtering: bool,
+    child_cache_filtering: bool,
     metrics: Option<ShardMetrics>,
 }
 
@@ -64,6 +65,7 @@ impl ShardConfig {
             renew_period: Duration::from_secs(2),
             catch_up_timeout: Duration::from_secs(3),
             server_side_filtering: true,
+            child_cache_filtering: true,
             metrics: None,
         }
     }
@@ -101,7 +103,11 @@ impl ShardConfig {
     /// the previous holder created and the member does not create them
     /// again. In a quiet cluster that holds at once. Past this timeout the
     /// slot starts anyway (*fails open*), with a warning and
-    /// `ctrlkit_shard_catch_up_timeouts_total`. It also
+    /// `ctrlkit_shard_catch_up_timeouts_total` — but never while a cache
+    /// is still relisting for the member's new claims (server-side
+    /// selector or child cache filter): such a cache may lack the slot's
+    /// objects entirely, so the slot waits for the relist, with a warning
+    /// once past the timeout. It also
     /// starts at once, with a warning, when a resourceVersion is not an
     /// integer (they cannot be ordered). Zero starts gained slots at once.
     pub fn catch_up_timeout(mut self, d: Duration) -> Self {
@@ -127,6 +133,32 @@ impl ShardConfig {
 
     pub(crate) fn filters_server_side(&self) -> bool {
         self.server_side_filtering
+    }
+
+    /// Whether the child caches (the owned kinds) of the sharded
+    /// controllers keep only the children of owners in the slots the
+    /// member claims, plus the orphans (which any owner may adopt); on by
+    /// default. The API server cannot select children by their owner
+    /// (KEP-5866 hashes only `metadata.uid` and `metadata.namespace`), so
+    /// the informer lists and watches every child and keeps only those
+    /// whose controller `ownerReference` UID hashes into a claimed slot
+    /// ([`Informer::set_client_filter`](ctrlkit_informer::Informer::set_client_filter)).
+    /// A change of claims restarts the child informers with a fresh list,
+    /// like the owner informers with server-side filtering, and a gained
+    /// slot starts only once that list is complete (the catch-up waits for
+    /// every cache); a child adopted by an owner of another member's slot
+    /// leaves the cache as a delete.
+    ///
+    /// Turn it off when an owned kind's informer is shared with a
+    /// controller that is not sharded with this member, or uses that kind
+    /// as its owner or a watched kind (a shared informer has one filter).
+    pub fn child_cache_filtering(mut self, on: bool) -> Self {
+        self.child_cache_filtering = on;
+        self
+    }
+
+    pub(crate) fn filters_child_caches(&self) -> bool {
+        self.child_cache_filtering
     }
 
     /// Records the member's metrics into `metrics`.
@@ -253,8 +285,9 @@ pub(crate) struct Attached {
     pub(crate) requeue: Box<dyn Fn(&SlotSet) + Send + Sync>,
     pub(crate) count: Box<dyn Fn(&SlotSet) -> usize + Send + Sync>,
     pub(crate) caches: Caches,
-    /// Narrows the owner informer to the claimed slots (server-side
-    /// filtering), before any of them starts.
+    /// Narrows the owner informer (server-side filtering) and the child
+    /// caches (client filter) to the claimed slots, before any of them
+    /// starts.
     pub(crate) select: Box<dyn Fn(&SlotSet) + Send + Sync>,
 }
 
@@ -498,7 +531,12 @@ impl ShardMember {
         }
     }
 
+    /// Attaches a controller; its caches are narrowed to the slots the
+    /// member holds so far (none before it runs: the child caches then
+    /// keep the orphans only, until the first claims).
     pub(crate) fn attach(&self, attached: Attached) {
+        let active = self.inner.state.lock().active;
+        (attached.select)(&active);
         self.inner.attached.lock().push(attached);
     }
 
@@ -782,8 +820,18 @@ impl ShardMember {
         let inner = &self.inner;
         let config = &inner.config;
         let mut started = SlotSet::empty();
-        catching_up.retain(|c| {
-            let Some(target) = c.target.as_deref() else {
+        catching_up.retain_mut(|c| {
+            // Never start, not even failing open, while a cache may not
+            // hold the slots at all yet (its relist for the new claims is
+            // not complete): wait for it, however long it takes.
+            if c.relisting() {
+                if now >= c.deadline && !c.warned {
+                    c.warned = true;
+                    tracing::warn!(ring = %config.ring, member = %inner.lease_name, slots = %c.slots, timeout = ?config.catch_up_timeout, "a cache is still relisting for the claimed slots past the catch-up timeout: the gained slots wait for it");
+                }
+                return true;
+            }
+            let Some(target) = c.target.clone() else {
                 return start_now(&mut started, &c.slots);
             };
             let ready = c.ready();

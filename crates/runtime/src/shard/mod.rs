@@ -31,8 +31,10 @@
 //!   [`Controller::run`](crate::Controller::run) then reconciles only
 //!   owners the member holds. The owner informers list and watch only the
 //!   claimed slots with a KEP-5866 `shardSelector` when the API server
-//!   honours it ([`ShardConfig::server_side_filtering`]); children are
-//!   filtered on the client. Metrics: [`ShardMetrics`].
+//!   honours it ([`ShardConfig::server_side_filtering`]); the child caches
+//!   keep only the orphans and the children of owners in the claimed
+//!   slots, filtered on the client ([`ShardConfig::child_cache_filtering`]).
+//!   Metrics: [`ShardMetrics`].
 //! - **In a manager.** `--shard-ring NAME` on a
 //!   [`Manager`](crate::Manager) runs a member and shards every controller
 //!   built on its factory, with no code of the binary's own
@@ -76,7 +78,7 @@ mod slots;
 
 pub use assign::assign;
 pub use error::ShardError;
-pub(crate) use gate::ShardAdmission;
+pub(crate) use gate::{SetChildFilter, ShardAdmission};
 pub use member::{ShardConfig, ShardMember, ShardStats};
 pub use metrics::ShardMetrics;
 pub use ring::{CHECK_ANNOTATION, CLAIMS_ANNOTATION, RELEASED_ANNOTATION, RING_LABEL};
