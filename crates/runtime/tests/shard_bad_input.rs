@@ -17,7 +17,8 @@ use std::time::Duration;
 
 use ctrlkit_informer::SharedInformerFactory;
 use ctrlkit_runtime::shard::{
-    CHECK_ANNOTATION, RING_LABEL, ShardConfig, ShardMember, ShardMetrics,
+    CHECK_ANNOTATION, CLAIMS_ANNOTATION, RELEASED_ANNOTATION, RING_LABEL, ShardConfig, ShardMember,
+    ShardMetrics, SlotSet, fnv1a_64,
 };
 use ctrlkit_runtime::{Action, Controller, ObjectKey};
 use ctrlkit_testcluster::TestCluster;
@@ -173,7 +174,12 @@ async fn patch(leases: &Api<Lease>, name: &str, patch: serde_json::Value) {
 }
 
 /// Waits until `name`'s Lease satisfies `cond` (as the member rewrites it).
-async fn until_lease(leases: &Api<Lease>, name: &str, what: &str, cond: impl Fn(&Lease) -> bool) {
+async fn until_lease(
+    leases: &Api<Lease>,
+    name: &str,
+    what: &str,
+    mut cond: impl FnMut(&Lease) -> bool,
+) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
         if let Ok(Some(lease)) = leases.get_opt(name).await
@@ -442,5 +448,67 @@ async fn renewals_failing_intermittently_are_counted_and_never_double_sync() {
     for m in [a, b, c] {
         m.stop().await;
     }
+    assert_eq!(checker.violations(), 0);
+}
+
+/// A ring Lease's label removed by hand hides its member from the ring's
+/// informer, and a member joining afterwards never saw it: it must still
+/// not take the hidden member's slots until that Lease would have expired
+/// (or shows up again), as the members that saw it vanish do. The hidden
+/// member is played by a hand-made Lease claiming every slot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_joining_does_not_take_the_slots_of_a_lease_hidden_by_hand() {
+    const RING: &str = "hidden";
+    let cluster = cluster_with_owners(OWNERS, "other").await;
+    let leases: Api<Lease> = Api::namespaced(cluster.client(), "default");
+    let check =
+        |name: &str, claims: &str| format!("{:016x}", fnv1a_64(&format!("{name}\n{claims}")));
+    let hidden: Lease = serde_json::from_value(json!({
+        "metadata": {"name": "hidden-x", "annotations": {
+            CLAIMS_ANNOTATION: "0-1023", CHECK_ANNOTATION: check("hidden-x", "0-1023"),
+        }},
+        "spec": {"holderIdentity": "x", "leaseDurationSeconds": 60,
+                 "renewTime": k8s_openapi::jiff::Timestamp::now().to_string()},
+    }))
+    .unwrap();
+    leases.create(&Default::default(), &hidden).await.unwrap();
+
+    let checker = Arc::new(SyncChecker::default());
+    let mut registry = Registry::default();
+    let metrics = ShardMetrics::register(&mut registry);
+    let a = start(&cluster, "default", RING, "a", &checker, &metrics);
+    // a has joined and renewed its own Lease twice since: it went through
+    // many steps of the protocol, each of which may start slots.
+    let mut renewals = Vec::new();
+    until_lease(&leases, "hidden-a", "a renewed its Lease twice", |l| {
+        let at = l.spec.as_ref().and_then(|s| s.renew_time.clone());
+        if renewals.last() != Some(&at) {
+            renewals.push(at);
+        }
+        renewals.len() >= 3
+    })
+    .await;
+    assert!(
+        a.member.held_slots().is_empty(),
+        "took the hidden member's slots"
+    );
+    assert_eq!(checker.syncs(), 0);
+
+    // The hidden member shows up and leaves gracefully: its slots move.
+    patch(
+        &leases,
+        "hidden-x",
+        json!({"metadata": {"labels": {RING_LABEL: RING}, "annotations": {
+            CLAIMS_ANNOTATION: "", CHECK_ANNOTATION: check("hidden-x", ""),
+            RELEASED_ANNOTATION: "true",
+        }}}),
+    )
+    .await;
+    until("a holds every slot", || {
+        a.member.held_slots() == SlotSet::full()
+    })
+    .await;
+    until("a syncs", || checker.syncs() > 0).await;
+    a.stop().await;
     assert_eq!(checker.violations(), 0);
 }

@@ -17,7 +17,8 @@
 //! run: `CTRLKIT_SOAK_SEEDS=1..=200 CTRLKIT_SOAK_OPS=400 cargo test -p
 //! ctrlkit-replicaset --test chaos_soak -- --nocapture` (seeds as `7`,
 //! `3,9,12`, `1..50` or `1..=50`). `CTRLKIT_SOAK_TRACE=1` prints every
-//! operation as it is applied.
+//! operation as it is applied; `RUST_LOG` (e.g.
+//! `ctrlkit_runtime::shard=debug`) prints the controllers' own logs.
 //!
 //! `sharded_soak` runs the same seeds against a shard ring whose members
 //! join, leave, are killed and restarted (`chaos_soak/sharded.rs`), and
@@ -1369,6 +1370,15 @@ async fn sharded_soak() {
     soak(DEFAULT_SHARDED_SEEDS, true).await;
 }
 
+/// Log timestamps on the paused (virtual) clock, since the soak started.
+struct VirtualTime(tokio::time::Instant);
+
+impl tracing_subscriber::fmt::time::FormatTime for VirtualTime {
+    fn format_time(&self, w: &mut tracing_subscriber::fmt::format::Writer<'_>) -> std::fmt::Result {
+        write!(w, "{:.3}s", self.0.elapsed().as_secs_f64())
+    }
+}
+
 async fn soak(default_seeds: &[u64], sharded: bool) {
     let seeds = seeds_from_env(default_seeds);
     let ops = ops_from_env();
@@ -1378,6 +1388,15 @@ async fn soak(default_seeds: &[u64], sharded: bool) {
         "chaos soak"
     };
     let trace = std::env::var_os("CTRLKIT_SOAK_TRACE").is_some();
+    // The controllers' and shard members' own logs, when asked for
+    // (`RUST_LOG=ctrlkit_runtime::shard=debug`), with the virtual time.
+    if std::env::var_os("RUST_LOG").is_some() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_timer(VirtualTime(tokio::time::Instant::now()))
+            .with_test_writer()
+            .try_init();
+    }
 
     let mut failed: BTreeSet<u64> = BTreeSet::new();
     let mut all = Vec::new();

@@ -14,7 +14,7 @@ use ctrlkit_informer::{
 };
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::watcher;
 use kube::{Api, Client};
 use parking_lot::Mutex;
@@ -590,6 +590,15 @@ impl ShardMember {
         tracing::info!(ring = %config.ring, member = %inner.lease_name, namespace = %config.namespace, "joining the shard ring");
 
         let mut shutdown = std::pin::pin!(shutdown);
+        // Before the first Lease write (no slot starts before it): the
+        // Leases this member could not see through the ring's label.
+        let tick = (config.renew_period / 4).max(Duration::from_millis(5));
+        if !self
+            .observe_hidden_leases(&api, tick, shutdown.as_mut())
+            .await
+        {
+            return self.release(&api, tick).await;
+        }
         let mut handover = Handover::default();
         let mut catching_up: Vec<CatchUp> = Vec::new();
         let mut published: Option<(SlotSet, String)> = None;
@@ -597,7 +606,6 @@ impl ShardMember {
         let mut next_renew = Instant::now();
         let mut retry_at = Instant::now();
         let mut was_fenced = false;
-        let tick = (config.renew_period / 4).max(Duration::from_millis(5));
         loop {
             let now = Instant::now();
             let fenced = last_ok.is_none_or(|t| now.duration_since(t) >= config.renew_deadline);
@@ -856,6 +864,44 @@ impl ShardMember {
             }
         });
         started
+    }
+
+    /// Lists the namespace's Leases once and keeps the claims of those
+    /// that claim slots without the ring label (a member unlabelled by
+    /// hand, invisible to the ring's informer, may still be syncing them)
+    /// until they would have expired, as the other members do for a
+    /// Lease that vanished while they watched (see
+    /// [`RingView::observe_hidden`]). A failed list is retried every
+    /// `tick`: no slot starts before it succeeds. Returns `false` if
+    /// `shutdown` completed first.
+    async fn observe_hidden_leases(
+        &self,
+        api: &Api<Lease>,
+        tick: Duration,
+        mut shutdown: std::pin::Pin<&mut impl Future>,
+    ) -> bool {
+        let inner = &self.inner;
+        loop {
+            match api.list(&ListParams::default()).await {
+                Ok(list) => {
+                    let now = Instant::now();
+                    let mut view = inner.view.lock();
+                    for lease in &list.items {
+                        if lease.metadata.name.as_deref() != Some(inner.lease_name.as_str()) {
+                            view.observe_hidden(lease, now);
+                        }
+                    }
+                    return true;
+                }
+                Err(error) => {
+                    tracing::warn!(ring = %inner.config.ring, member = %inner.lease_name, error = &error as &dyn std::error::Error, "cannot list the namespace's Leases for members hidden from the ring (a ring label removed by hand); retrying before joining");
+                    tokio::select! {
+                        _ = shutdown.as_mut() => return false,
+                        _ = tokio::time::sleep(tick) => {}
+                    }
+                }
+            }
+        }
     }
 
     /// Leaves the ring: stop, drain, unclaim, delete the Lease.

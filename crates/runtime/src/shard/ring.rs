@@ -288,6 +288,33 @@ impl RingView {
         );
     }
 
+    /// A Lease in the ring's namespace that carries claims but no ring
+    /// label, found when this member joined: a member whose label was
+    /// removed by hand is invisible to the ring's informer yet syncs what
+    /// it claims until it notices. The members that saw it before keep
+    /// its claims as a vanished Lease's; this one, which never saw it,
+    /// does the same. A Lease the informer already shows is left alone.
+    pub(crate) fn observe_hidden(&mut self, lease: &Lease, now: Instant) {
+        let Some(name) = lease.metadata.name.as_deref() else {
+            return;
+        };
+        let labelled = lease
+            .metadata
+            .labels
+            .as_ref()
+            .is_some_and(|l| l.contains_key(RING_LABEL));
+        let claims = lease
+            .metadata
+            .annotations
+            .as_ref()
+            .is_some_and(|a| a.contains_key(CLAIMS_ANNOTATION));
+        if labelled || !claims || self.peers.get(name).is_some_and(|p| !p.gone) {
+            return;
+        }
+        self.observe(lease, now);
+        self.observe_gone(name);
+    }
+
     /// A Lease left the informer (deleted, or no longer labelled).
     pub(crate) fn observe_gone(&mut self, name: &str) {
         self.expired.remove(name);
@@ -526,5 +553,38 @@ mod tests {
         view.observe_gone("r-c");
         assert_eq!(view.prune(t0, min), Vec::<Expired>::new());
         assert_eq!(view.peers.len(), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_lease_unlabelled_before_we_joined_blocks_until_expiry() {
+        let mut view = RingView::default();
+        let min = Duration::from_secs(10);
+        let t0 = Instant::now();
+        // Claims without the ring label: a member we never saw.
+        view.observe_hidden(&lease("r-b", "1", &"7".parse().unwrap(), false), t0);
+        let snap = view.snapshot("r-a", t0 + Duration::from_secs(9), min);
+        assert!(snap.others_claims.contains(7), "hidden: blocks its claims");
+        assert_eq!(snap.members, ["r-b"], "and keeps its place in the ring");
+        let snap = view.snapshot("r-a", t0 + Duration::from_secs(10), min);
+        assert!(
+            !snap.others_claims.contains(7),
+            "until it would have expired"
+        );
+
+        // Labelled (the ring's informer shows it), or no claims at all
+        // (some other Lease of the namespace): not a hidden member.
+        let mut labelled = lease("r-c", "1", &"8".parse().unwrap(), false);
+        labelled.metadata.labels = Some([(RING_LABEL.to_owned(), "r".to_owned())].into());
+        view.observe_hidden(&labelled, t0);
+        let mut unrelated = lease("leader", "1", &SlotSet::empty(), false);
+        unrelated.metadata.annotations = None;
+        view.observe_hidden(&unrelated, t0);
+        assert_eq!(view.peers.len(), 1);
+
+        // One the informer already shows live is left as it is.
+        let live = lease("r-d", "1", &"9".parse().unwrap(), false);
+        view.observe(&live, t0);
+        view.observe_hidden(&live, t0);
+        assert!(view.peers.get("r-d").is_some_and(|p| !p.gone));
     }
 }
