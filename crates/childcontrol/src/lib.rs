@@ -97,7 +97,6 @@ mod fake;
 mod gate;
 mod kube_control;
 mod observe;
-mod server_metadata;
 mod template;
 
 pub use control::{ChildControl, Operation};
@@ -112,7 +111,8 @@ pub use fake::{FakeChildControl, RecordedCreate, RecordedDelete, RecordedPatch};
 pub use gate::{WriteAttempt, WriteGate};
 pub use kube_control::{ChildResource, DEFAULT_FIELD_MANAGER, KubeChildControl};
 pub use observe::{Observed, RecordWrites, WriteObserver};
-pub use server_metadata::ServerMetadata;
+// In `ctrlkit-informer`, so the event recorder shares it.
+pub use ctrlkit_informer::ServerMetadata;
 pub use template::{child_from_template, controller_ref_for, validate_controller_ref};
 
 /// Compiles the README's example as a doctest.

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use ctrlkit_informer::ServerMetadata;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Event as CoreEvent, EventSource, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
@@ -456,16 +457,9 @@ impl WriteContext {
 #[serde(rename_all = "camelCase")]
 struct Written {
     #[serde(default)]
-    metadata: WrittenMetadata,
+    metadata: ServerMetadata,
     count: Option<i32>,
     first_timestamp: Option<Time>,
-}
-
-#[derive(serde::Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct WrittenMetadata {
-    name: Option<String>,
-    resource_version: Option<String>,
 }
 
 impl Written {
@@ -482,8 +476,9 @@ impl Written {
 
     /// `sent` with what the server answered: the event as stored.
     fn applied_to(self, mut sent: CoreEvent) -> CoreEvent {
-        sent.metadata.name = self.metadata.name.or(sent.metadata.name);
-        sent.metadata.resource_version = self.metadata.resource_version;
+        // Never the stale resourceVersion sent with a patch.
+        sent.metadata.resource_version = None;
+        self.metadata.apply_to(&mut sent.metadata);
         sent.count = self.count.or(sent.count);
         sent.first_timestamp = self.first_timestamp.or(sent.first_timestamp);
         sent

@@ -230,6 +230,7 @@ mod orphan_label;
 mod prometheus;
 mod resource_version;
 mod scope;
+mod server_metadata;
 mod shard_selector;
 mod store;
 mod transform;
@@ -252,6 +253,7 @@ pub use orphan_label::{BY_ORPHAN_LABEL, index_orphans_by_label, orphan_label_ind
 pub use prometheus::{DECODE_ERRORS_METRIC, InformerCollector, SILENCE_METRIC};
 pub use resource_version::{CompareError, compare_resource_versions};
 pub use scope::ObjectScope;
+pub use server_metadata::ServerMetadata;
 pub use shard_selector::{ClientFilter, ShardSelectorSupport};
 pub use store::Store;
 pub use transform::{Transform, drop_managed_fields};

@@ -1,6 +1,8 @@
 //! Writes whose answer is read only for the metadata the server assigned:
 //! the object sent plus those fields is what was stored, so decoding the
 //! whole returned object (status, spec, `managedFields`) would be wasted.
+//! Used by child writes (`ctrlkit-childcontrol`), status writes and the
+//! event recorder (`ctrlkit-events`).
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::Client;
