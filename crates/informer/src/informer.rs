@@ -527,8 +527,12 @@ where
                 // as a delete of its new state, as a server does for an
                 // object that stops matching a label selector; nothing if
                 // it was not cached.
-                let obj = Arc::new(transformed(dispatch.transform.as_ref(), obj));
-                self.inner.store.write().delete(obj, &mut notes);
+                let transform = dispatch.transform.as_ref();
+                self.inner.store.write().apply_filtered_out(
+                    obj,
+                    |obj| transformed(transform, obj),
+                    &mut notes,
+                );
             }
             Event::Apply(MaybeDecoded::Decoded(obj)) => {
                 let obj = Arc::new(transformed(dispatch.transform.as_ref(), obj));

@@ -579,6 +579,28 @@ impl<K: Resource> State<K> {
         }
     }
 
+    /// Applies an object the client filter leaves out: its
+    /// resourceVersion is observed; if it was cached (it just stopped
+    /// passing) it leaves as a delete of its new state, built by `cached`
+    /// only then: most such objects were never cached, and they cost no
+    /// allocation.
+    pub(crate) fn apply_filtered_out(
+        &mut self,
+        obj: K,
+        cached: impl FnOnce(K) -> K,
+        out: &mut Vec<Notification<K>>,
+    ) {
+        self.observe(&obj);
+        let meta = obj.meta();
+        let namespace = meta.namespace.as_deref().unwrap_or_default();
+        if self
+            .get(namespace, meta.name.as_deref().unwrap_or_default())
+            .is_some()
+        {
+            self.delete(Arc::new(cached(obj)), out);
+        }
+    }
+
     /// Applies a watch event whose object could not be decoded: the cache
     /// keeps the last version it could decode, unless that was another
     /// incarnation (a different UID), which is gone: tombstoned.

@@ -79,16 +79,16 @@ fn warn_if_threads_not_applied(asked: Option<usize>) {
     let Ok(handle) = tokio::runtime::Handle::try_current() else {
         return;
     };
-    let running = match handle.runtime_flavor() {
-        tokio::runtime::RuntimeFlavor::CurrentThread => 1,
-        _ => handle.metrics().num_workers(),
+    let current_thread = handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread;
+    let running = if current_thread {
+        1
+    } else {
+        handle.metrics().num_workers()
     };
     let applied = match asked {
-        0 => handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::CurrentThread,
-        1 => handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread,
-        n => {
-            handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::CurrentThread && running == n
-        }
+        0 => !current_thread,
+        1 => current_thread,
+        n => !current_thread && running == n,
     };
     if !applied {
         tracing::warn!(
