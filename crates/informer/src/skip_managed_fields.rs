@@ -14,8 +14,8 @@
 use std::cell::Cell;
 use std::fmt;
 
-use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
 use serde::de::DeserializeOwned;
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, forward_to_deserialize_any};
 
 use crate::decode::Shape;
@@ -356,7 +356,8 @@ mod tests {
 
     #[test]
     fn a_bad_managed_fields_value_is_not_read() {
-        let json = r#"{"metadata": {"name": "p", "managedFields": 42}, "spec": {"containers": []}}"#;
+        let json =
+            r#"{"metadata": {"name": "p", "managedFields": 42}, "spec": {"containers": []}}"#;
         assert!(serde_json::from_str::<Pod>(json).is_err());
         let pod: Pod = serde_json::from_str::<WithoutManagedFields<Pod>>(json)
             .unwrap()

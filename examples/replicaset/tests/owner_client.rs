@@ -106,7 +106,13 @@ async fn a_status_write_without_managed_fields_keeps_the_servers() {
         .await
         .unwrap();
 
-    let after = api.get("web").await.unwrap().metadata.managed_fields.unwrap();
+    let after = api
+        .get("web")
+        .await
+        .unwrap()
+        .metadata
+        .managed_fields
+        .unwrap();
     for entry in &before {
         assert!(
             after.iter().any(|e| e.manager == entry.manager
@@ -117,7 +123,9 @@ async fn a_status_write_without_managed_fields_keeps_the_servers() {
         );
     }
     assert!(
-        after.iter().any(|e| e.subresource.as_deref() == Some("status")),
+        after
+            .iter()
+            .any(|e| e.subresource.as_deref() == Some("status")),
         "the status write has its own entry: {after:?}"
     );
     cluster.shutdown().await;
