@@ -213,20 +213,20 @@ where
 /// `ObjectList` buffers the body first, for its flattened type fields);
 /// otherwise the body is read a second time, item by item.
 pub fn decode_list<K: DeserializeOwned>(body: &str) -> Result<ListPage<K>, serde_json::Error> {
-    decode_list_as::<K, K>(body)
+    decode_list_as::<Converted<K>, K>(body)
 }
 
 /// [`decode_list`] with each item decoded as `S` and converted into `K`.
 fn decode_list_as<S, K>(body: &str) -> Result<ListPage<K>, serde_json::Error>
 where
-    S: DeserializeOwned + Into<K>,
+    S: Shape<K>,
 {
     let (metadata, items) = match serde_json::from_str::<ListBody<S>>(body) {
         Ok(list) => (
             list.metadata,
             list.items
                 .into_iter()
-                .map(|item| MaybeDecoded::Decoded(item.into()))
+                .map(|item| MaybeDecoded::Decoded(item.into_object()))
                 .collect(),
         ),
         Err(error) => match serde_json::from_str::<ListBody<Box<RawValue>>>(body) {
@@ -270,7 +270,7 @@ struct RawWatchEvent<'a> {
 pub fn decode_watch_line<K: DeserializeOwned>(
     line: &str,
 ) -> Result<Option<WatchEvent<MaybeDecoded<K>>>, kube::Error> {
-    decode_watch_line_as::<K, K>(line)
+    decode_watch_line_as::<Converted<K>, K>(line)
 }
 
 /// [`decode_watch_line`] with the object decoded as `S` and converted into
@@ -279,7 +279,7 @@ fn decode_watch_line_as<S, K>(
     line: &str,
 ) -> Result<Option<WatchEvent<MaybeDecoded<K>>>, kube::Error>
 where
-    S: DeserializeOwned + Into<K>,
+    S: Shape<K>,
 {
     if line.trim().is_empty() {
         return Ok(None);
@@ -287,7 +287,7 @@ where
     let error = match serde_json::from_str::<WatchEvent<S>>(line) {
         Ok(event) => {
             return Ok(Some(map_watch_event(event, |obj| {
-                MaybeDecoded::Decoded(obj.into())
+                MaybeDecoded::Decoded(obj.into_object())
             })));
         }
         Err(error) => error,
@@ -339,13 +339,13 @@ impl<K> fmt::Debug for Decoder<K> {
 impl<K: DeserializeOwned> Decoder<K> {
     /// Every object decoded in full as `K`.
     pub(crate) fn full() -> Self {
-        Self::shaped::<K>()
+        Self::shaped::<Converted<K>>()
     }
 }
 
 impl<K> Decoder<K> {
     /// Every object decoded as `S`, then converted into `K`.
-    pub(crate) fn shaped<S: DeserializeOwned + Into<K>>() -> Self {
+    pub(crate) fn shaped<S: Shape<K>>() -> Self {
         Self {
             object: |json| MaybeDecoded::<S>::from_json(json).convert(),
             list: decode_list_as::<S, K>,
@@ -354,14 +354,32 @@ impl<K> Decoder<K> {
     }
 }
 
+/// What the informer decodes each object as, and how that becomes a `K`.
+pub(crate) trait Shape<K>: DeserializeOwned {
+    /// The object.
+    fn into_object(self) -> K;
+}
+
+/// A shape converted with `Into` (`K` itself, or a
+/// [`Transform::decode_as`](crate::Transform::decode_as) shape).
+#[derive(Deserialize)]
+#[serde(transparent)]
+pub(crate) struct Converted<S>(S);
+
+impl<S: DeserializeOwned + Into<K>, K> Shape<K> for Converted<S> {
+    fn into_object(self) -> K {
+        self.0.into()
+    }
+}
+
 impl<S> MaybeDecoded<S> {
     /// The decoded object converted into `K`; an undecodable one as it is.
     fn convert<K>(self) -> MaybeDecoded<K>
     where
-        S: Into<K>,
+        S: Shape<K>,
     {
         match self {
-            Self::Decoded(obj) => MaybeDecoded::Decoded(obj.into()),
+            Self::Decoded(obj) => MaybeDecoded::Decoded(obj.into_object()),
             Self::Undecodable(bad) => MaybeDecoded::Undecodable(bad),
         }
     }

@@ -232,6 +232,7 @@ mod resource_version;
 mod scope;
 mod server_metadata;
 mod shard_selector;
+mod skip_managed_fields;
 mod store;
 mod transform;
 

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use kube::Resource;
 use serde::de::DeserializeOwned;
 
-use crate::decode::{Decoder, MaybeDecoded};
+use crate::decode::{Converted, Decoder, MaybeDecoded};
+use crate::skip_managed_fields::WithoutManagedFields;
 
 type TransformFn<K> = Arc<dyn Fn(&mut K) + Send + Sync>;
 
@@ -157,7 +158,7 @@ impl<K: 'static> Transform<K> {
     where
         S: DeserializeOwned + Into<K>,
     {
-        self.decoder = Some(Decoder::shaped::<S>());
+        self.decoder = Some(Decoder::shaped::<Converted<S>>());
         self
     }
 }
@@ -217,13 +218,21 @@ impl<K: DeserializeOwned> Transform<K> {
     }
 }
 
-impl<K: Resource + 'static> Transform<K> {
+impl<K: Resource + DeserializeOwned + 'static> Transform<K> {
     /// The transform that removes `metadata.managedFields`: the
     /// server-side-apply bookkeeping that controllers almost never read and
     /// that can make up half of an object's size. Every call returns the
     /// same transform.
+    ///
+    /// The informer skips `managedFields` in the JSON it reads, unread,
+    /// instead of decoding it and dropping it (as
+    /// [`decode_as`](Self::decode_as) does with a shape); the objects are
+    /// the same. Like any shape, a bad value there then does not make an
+    /// object undecodable.
     pub fn drop_managed_fields() -> Self {
-        Self::new(drop_managed_fields::<K>)
+        let mut transform = Self::new(drop_managed_fields::<K>);
+        transform.decoder = Some(Decoder::shaped::<WithoutManagedFields<K>>());
+        transform
     }
 }
 

@@ -404,7 +404,12 @@ fn entries_of(obj: &Value) -> Vec<Entry> {
 }
 
 /// Record a write by `manager` in `new`'s managedFields: `old` is the
-/// object before (`None` for a create), whose entries carry over.
+/// object before (`None` for a create), whose entries carry over. The
+/// managedFields `new` arrived with are not read: kube-apiserver takes a
+/// status (subresource) write's from the live object, and an update's
+/// too when the request has none (`decodeLiveOrNew` in its field
+/// manager). Not modelled: a main-resource update that sets them, or
+/// resets them with `[]`.
 pub(crate) fn record(
     def: &ResourceDef,
     old: Option<&Value>,

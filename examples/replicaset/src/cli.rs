@@ -90,6 +90,9 @@ impl ControllerArgs {
             churn_guard: self.churn_guard_options(),
             read_own_writes: self.read_own_writes,
             slim_pod_cache: self.slim_pod_cache,
+            // The controller never reads them (nor does anything else in
+            // the binaries' processes that shares the owner informer).
+            drop_owner_managed_fields: true,
             batch_period: self.batch_period,
             ..ControllerOptions::default()
         }

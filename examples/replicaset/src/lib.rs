@@ -76,8 +76,12 @@
 //!   changes what the sync acts on (labels, owner references, terminal
 //!   phase, readiness and its time; docs/performance.md has the rule), a
 //!   pod turning ready queues its owner again after `minReadySeconds`;
-//!   with [`ControllerOptions::slim_pod_cache`] pods are cached as
-//!   [`slim_pod`] leaves them; the
+//!   an owner update that only brings back the status the controller last
+//!   wrote wakes nobody (docs/performance.md); with
+//!   [`ControllerOptions::slim_pod_cache`] pods are cached as
+//!   [`slim_pod`] leaves them, with
+//!   [`ControllerOptions::drop_owner_managed_fields`] owners without their
+//!   `managedFields` (both on in the binaries); the
 //!   owner cache is indexed by controller UID (related owners for ranking)
 //!   and the pod cache by controller UID and orphan labels (a sync reads
 //!   only its own pods and the orphans it could adopt); keys are typed

@@ -371,6 +371,7 @@ fn soak_options() -> ControllerOptions {
         read_own_writes: std::env::var("CTRLKIT_SOAK_READ_OWN_WRITES").as_deref() != Ok("0"),
         // As the binaries run.
         batch_period: ctrlkit_replicaset::DEFAULT_BATCH_PERIOD,
+        drop_owner_managed_fields: true,
         ..ControllerOptions::default()
     }
 }

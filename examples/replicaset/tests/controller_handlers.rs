@@ -566,3 +566,54 @@ async fn expectations_start_clean_when_an_owner_is_recreated() {
             .satisfied("default/web")
     );
 }
+
+/// The echo of the controller's own status write (only the status, the one
+/// it wrote, at a new resourceVersion) queues nothing; a status someone
+/// else wrote, a spec change and a resync still queue the owner.
+#[tokio::test]
+async fn the_echo_of_our_own_status_write_queues_nothing() {
+    let h = RsHarness::new().synced();
+    let rs = replica_set("web", 1, "web");
+    h.owner(&rs);
+    h.drain_queue();
+    h.controller
+        .sync(&common::key("default/web"))
+        .await
+        .unwrap();
+    assert_eq!(h.client.updates().len(), 1, "the sync wrote the status");
+    h.drain_queue();
+
+    h.observe_status_write();
+    assert!(h.drain_queue().is_empty(), "our own echo");
+    let echo = h.controller.runtime().store().get(NS, "web").unwrap();
+
+    // A resync of the same object still queues.
+    h.update_owner(&echo, &echo);
+    assert_eq!(h.drain_queue(), ["default/web"]);
+
+    // Someone else's status.
+    let foreign = Arc::new(edit(echo.as_ref(), |v| {
+        v["metadata"]["resourceVersion"] = json!("900");
+        v["status"]["readyReplicas"] = json!(7);
+    }));
+    h.update_owner(&echo, &foreign);
+    assert_eq!(h.drain_queue(), ["default/web"]);
+
+    // A spec change with our status.
+    let scaled = Arc::new(edit(echo.as_ref(), |v| {
+        v["metadata"]["resourceVersion"] = json!("901");
+        v["spec"]["replicas"] = json!(3);
+    }));
+    h.update_owner(&echo, &scaled);
+    assert_eq!(h.drain_queue(), ["default/web"]);
+
+    // Deleted and re-created under the same name: the record is gone, so
+    // the new owner's updates queue whatever their status.
+    h.delete_owner(&DeletedObject::Final(Arc::clone(&echo)));
+    h.drain_queue();
+    let again = Arc::new(edit(echo.as_ref(), |v| {
+        v["metadata"]["resourceVersion"] = json!("902");
+    }));
+    h.update_owner(&echo, &again);
+    assert_eq!(h.drain_queue(), ["default/web"]);
+}

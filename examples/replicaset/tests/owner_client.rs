@@ -75,3 +75,58 @@ async fn a_status_write_returns_the_owner_at_its_stored_resource_version() {
     }
     cluster.shutdown().await;
 }
+
+/// The binaries cache owners without `managedFields`
+/// (`ControllerOptions::drop_owner_managed_fields`), so their status writes
+/// carry none: the server keeps the owner's entries (kube-apiserver takes
+/// a status subresource write's managedFields from the live object) and
+/// adds or updates the writer's own `status` entry.
+#[tokio::test]
+async fn a_status_write_without_managed_fields_keeps_the_servers() {
+    let cluster = TestCluster::start(TestClusterConfig::default())
+        .await
+        .unwrap();
+    let api: Api<ReplicaSet> = Api::namespaced(cluster.client(), "default");
+    let created = api
+        .create(&PostParams::default(), &replica_set("web"))
+        .await
+        .unwrap();
+    let before = created.metadata.managed_fields.clone().unwrap();
+    assert!(!before.is_empty(), "the create has its entry");
+
+    let mut owner = created.clone();
+    owner.metadata.managed_fields = None;
+    owner.status = Some(ReplicaSetStatus {
+        replicas: 2,
+        observed_generation: created.metadata.generation,
+        ..Default::default()
+    });
+    KubeOwnerClient::new(cluster.client())
+        .update_status(&owner)
+        .await
+        .unwrap();
+
+    let after = api
+        .get("web")
+        .await
+        .unwrap()
+        .metadata
+        .managed_fields
+        .unwrap();
+    for entry in &before {
+        assert!(
+            after.iter().any(|e| e.manager == entry.manager
+                && e.operation == entry.operation
+                && e.subresource == entry.subresource
+                && e.fields_v1 == entry.fields_v1),
+            "{entry:?} kept in {after:?}"
+        );
+    }
+    assert!(
+        after
+            .iter()
+            .any(|e| e.subresource.as_deref() == Some("status")),
+        "the status write has its own entry: {after:?}"
+    );
+    cluster.shutdown().await;
+}

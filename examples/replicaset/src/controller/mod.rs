@@ -11,6 +11,7 @@ mod invalid_spec;
 mod manage;
 mod metrics;
 mod options;
+mod own_status;
 mod pods;
 mod read_own_writes;
 mod slim_pod;
@@ -59,6 +60,8 @@ pub(crate) struct Shared<O: ReplicaOwner> {
     pub(crate) churn: Arc<churn::ChurnTracker>,
     pub(crate) consistency: ConsistencyStore,
     pub(crate) counters: Arc<counters::SyncCounters>,
+    /// The last status written per owner, so its echo queues nothing.
+    pub(crate) own_status: Arc<own_status::OwnStatusWrites>,
 }
 
 /// The expectations and churn key of an object: `namespace/name`.

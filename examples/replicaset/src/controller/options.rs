@@ -51,6 +51,14 @@ pub struct ControllerOptions {
     /// controller reads (default `false`: full pods, as other users of a
     /// shared pod informer may need them; the binaries turn it on).
     pub slim_pod_cache: bool,
+    /// Cache owners without `metadata.managedFields`, skipped unread when
+    /// the owner informer decodes them
+    /// ([`Transform::drop_managed_fields`]): the controller never reads
+    /// them, and a status write without them keeps the server's (the API
+    /// server ignores the managedFields of a status subresource write).
+    /// Default `false`: whoever shares the owner informer may read them;
+    /// the binaries turn it on.
+    pub drop_owner_managed_fields: bool,
     /// Events for one owner within this period of its last sync share one
     /// sync at the period's end; the first event of a quiet owner is synced
     /// at once ([`ctrlkit_runtime::ControllerBuilder::batch_period`]).
@@ -86,6 +94,7 @@ impl Default for ControllerOptions {
             read_own_writes_max_wait: ctrlkit_consistency::DEFAULT_MAX_WAIT,
             expectations_ttl: DEFAULT_EXPECTATIONS_TTL,
             slim_pod_cache: false,
+            drop_owner_managed_fields: false,
             batch_period: Duration::ZERO,
         }
     }

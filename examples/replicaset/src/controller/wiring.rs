@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use ctrlkit_events::Recorder;
 use ctrlkit_informer::{
-    BY_CONTROLLER_UID, BY_ORPHAN_LABEL, Informer, ObjectKey, SharedInformerFactory,
+    BY_CONTROLLER_UID, BY_ORPHAN_LABEL, Informer, ObjectKey, SharedInformerFactory, Transform,
     index_by_controller_uid, index_orphans_by_label,
 };
 use ctrlkit_podcontrol::{KubePodControl, PodControl};
@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{
     ControllerMetrics, ControllerOptions, KubeOwnerClient, OwnerClient, Shared, availability,
-    churn, counters, pods, read_own_writes,
+    churn, counters, own_status, pods, read_own_writes,
 };
 use crate::Error;
 use crate::owner::ReplicaOwner;
@@ -169,7 +169,9 @@ impl<O: ReplicaOwner> Controller<O> {
             .update_filter(pods::pod_update_matters)
             .requeue_after(|old, new, owner: &O| availability::min_ready_requeue(old, new, owner))
             .index(BY_ORPHAN_LABEL, index_orphans_by_label);
-        let forget = Arc::clone(&churn);
+        let own_status = Arc::new(own_status::OwnStatusWrites::default());
+        let (forget, forget_status) = (Arc::clone(&churn), Arc::clone(&own_status));
+        let echoes = Arc::clone(&own_status);
         let count_skip = read_own_writes::skip_counter::<O>(&counters, metrics.as_ref());
         let mut builder = builder
             .name(O::QUEUE_NAME)
@@ -179,8 +181,18 @@ impl<O: ReplicaOwner> Controller<O> {
             .batch_period(options.batch_period)
             .index(BY_CONTROLLER_UID, index_by_controller_uid)
             .owns_with(owns)
-            .on_owner_deleted(move |key| forget.forget(&key.to_string()))
+            // The echo of the controller's own status write changes
+            // nothing a sync decides (own_status.rs).
+            .owner_update_filter(move |old, new| !echoes.is_echo(old, new))
+            .on_owner_deleted(move |key| {
+                let key = key.to_string();
+                forget.forget(&key);
+                forget_status.forget(&key);
+            })
             .on_stale_skip(count_skip);
+        if options.drop_owner_managed_fields {
+            builder = builder.transform(Transform::drop_managed_fields());
+        }
         if options.read_own_writes {
             builder = builder.read_own_writes(options.read_own_writes_max_wait);
         }
@@ -203,6 +215,7 @@ impl<O: ReplicaOwner> Controller<O> {
             churn,
             consistency: runtime.consistency().clone(),
             counters,
+            own_status,
         });
         Ok(Self { runtime, shared })
     }

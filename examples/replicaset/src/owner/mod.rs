@@ -74,4 +74,7 @@ pub trait ReplicaOwner:
     /// Replaces the status with `status`. Fields the type does not have
     /// (`terminatingReplicas` on a ReplicationController) are dropped.
     fn set_replica_status(&mut self, status: ReplicaStatus);
+
+    /// Whether `self` and `other` have the same spec (all of it).
+    fn same_spec(&self, other: &Self) -> bool;
 }

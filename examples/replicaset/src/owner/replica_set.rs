@@ -63,6 +63,10 @@ impl ReplicaOwner for ReplicaSet {
         }
     }
 
+    fn same_spec(&self, other: &Self) -> bool {
+        compat::replica_set_spec(self) == compat::replica_set_spec(other)
+    }
+
     fn set_replica_status(&mut self, status: ReplicaStatus) {
         let conditions: Vec<ReplicaSetCondition> = status
             .conditions

@@ -72,6 +72,10 @@ impl ReplicaOwner for ReplicationController {
         }
     }
 
+    fn same_spec(&self, other: &Self) -> bool {
+        self.spec == other.spec
+    }
+
     fn set_replica_status(&mut self, status: ReplicaStatus) {
         let conditions: Vec<ReplicationControllerCondition> = status
             .conditions
