@@ -17,7 +17,9 @@ use ctrlkit_informer::{
     Informer, ShardSelectorSupport, SharedInformerFactory, Store, controller_ref,
 };
 use ctrlkit_runtime::child::{ChildControl, KubeChildControl, controller_ref_for};
-use ctrlkit_runtime::shard::{SLOTS, ShardConfig, ShardMember, SlotSet};
+use ctrlkit_runtime::shard::{
+    SLOT_LABEL, SLOTS, ShardConfig, ShardMember, SlotSet, slot_label_value, slot_labeller,
+};
 use ctrlkit_runtime::{Action, Controller, ObjectKey, Owns, creation_id};
 use ctrlkit_testcluster::{TestCluster, TestClusterConfig};
 use futures::StreamExt;
@@ -197,7 +199,10 @@ impl Member {
         };
         let ctx = Arc::new(Ctx {
             member: id.to_owned(),
-            pods: KubeChildControl::new(client, format!("rs-{id}")),
+            // The slot label, so each member's pod watch holds only its
+            // slots' pods (and the unlabelled ones).
+            pods: KubeChildControl::new(client, format!("rs-{id}"))
+                .with_child_labeller(slot_labeller()),
             cache: controller.store_of::<Pod>().unwrap(),
             expectations: Arc::clone(controller.expectations()),
             creates: Arc::clone(&shared.creates),
@@ -568,6 +573,52 @@ async fn three_members_split_600_owners_and_take_over_a_killed_members_without_c
         assert!(want.iter().any(|n| n == "churn"), "the orphan is kept");
         until(&format!("{id}'s pod cache"), || child_cache(m) == want).await;
     }
+    // Every pod created carries its owner's slot; a pod labelled with one
+    // of b's slots is sent to b only (the server applies each member's
+    // `notin` selector of the other slots), even an orphan, which every
+    // member's client filter would keep.
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), NS);
+    for pod in pods.list(&ListParams::default()).await.unwrap().items {
+        if let Some(owner) = controller_ref(&pod.metadata) {
+            let label = pod.metadata.labels.as_ref().and_then(|l| l.get(SLOT_LABEL));
+            assert_eq!(
+                label,
+                Some(&slot_label_value(&owner.uid)),
+                "{:?}",
+                pod.metadata.name
+            );
+        }
+    }
+    let b_slot = b.member.held_slots().iter().next().unwrap();
+    for (name, labels) in [
+        ("tagged", json!({SLOT_LABEL: b_slot.to_string()})),
+        ("marker", json!({})),
+    ] {
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": name, "labels": labels},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+        }))
+        .unwrap();
+        pods.create(&PostParams::default(), &pod).await.unwrap();
+    }
+    let has = |m: &Member, name: &str| child_cache(m).iter().any(|n| n == name);
+    until("the unlabelled marker in every pod cache", || {
+        members.iter().all(|(_, m)| has(m, "marker"))
+    })
+    .await;
+    // Watches deliver in order: a and c would have had `tagged` first.
+    assert!(has(&b, "tagged"), "b's slot");
+    assert!(!has(&a, "tagged") && !has(&c, "tagged"), "sent to b only");
+    for name in ["tagged", "marker"] {
+        pods.delete(name, &DeleteParams::default()).await.unwrap();
+    }
+    until("tagged and marker gone", || {
+        members
+            .iter()
+            .all(|(_, m)| !has(m, "tagged") && !has(m, "marker"))
+    })
+    .await;
+
     // An orphan adopted by an owner of a's slots leaves b's and c's pod
     // caches and stays in a's (this test's reconcile never deletes a pod,
     // and the pod is deleted before the pods are counted again).

@@ -21,11 +21,18 @@ use crate::{Controller, ControllerBuilder, LOW_PRIORITY, Watchable};
 pub(crate) type SetChildFilter = Box<dyn Fn(Option<ClientFilter>) -> bool + Send + Sync>;
 
 /// The child caches' filter for `claims`: the orphans (any owner may adopt
-/// them) and the children whose controller UID hashes into a claimed slot.
-fn children_of(claims: SlotSet) -> ClientFilter {
-    ClientFilter::new(format!("controller in slots {claims}"), move |meta| {
+/// them) and the children whose controller UID hashes into a claimed slot;
+/// with `labels`, the server is asked only for the children labelled with
+/// a claimed slot and the unlabelled ones (the filter stays the safety
+/// net for the rest).
+fn children_of(claims: SlotSet, labels: bool) -> ClientFilter {
+    let filter = ClientFilter::new(format!("controller in slots {claims}"), move |meta| {
         controller_ref(meta).is_none_or(|r| claims.contains_uid(&r.uid))
-    })
+    });
+    match labels {
+        true => filter.with_label_selector(claims.child_label_selector()),
+        false => filter,
+    }
 }
 
 /// The builder's admission seam, answered by the member.
@@ -127,6 +134,7 @@ impl ShardMember {
         children: Vec<SetChildFilter>,
     ) -> Box<dyn Fn(&SlotSet) + Send + Sync> {
         let owners = self.config().filters_server_side();
+        let labels = self.config().sends_child_label_selector();
         let children = match self.config().filters_child_caches() {
             true => children,
             false => Vec::new(),
@@ -145,7 +153,7 @@ impl ShardMember {
             {
                 tracing::debug!(member = %lease, resource = %informer.resource(), slots = %claims, "owner informer relists for the claimed slots (server-side filtering)");
             }
-            let filter = children_of(*claims);
+            let filter = children_of(*claims, labels);
             for set in &children {
                 if set(Some(filter.clone())) {
                     tracing::debug!(member = %lease, slots = %claims, "child informer relists for the claimed slots (client filter)");

@@ -43,6 +43,7 @@ pub struct ShardConfig {
     catch_up_timeout: Duration,
     server_side_filtering: bool,
     child_cache_filtering: bool,
+    child_label_selector: bool,
     metrics: Option<ShardMetrics>,
 }
 
@@ -66,6 +67,7 @@ impl ShardConfig {
             catch_up_timeout: Duration::from_secs(3),
             server_side_filtering: true,
             child_cache_filtering: true,
+            child_label_selector: true,
             metrics: None,
         }
     }
@@ -159,6 +161,34 @@ impl ShardConfig {
 
     pub(crate) fn filters_child_caches(&self) -> bool {
         self.child_cache_filtering
+    }
+
+    /// Whether the child informers, when they filter the child caches,
+    /// also send the server a label selector (on by default):
+    /// `ctrlkit.io/shard-slot notin (<slots not claimed>)`
+    /// ([`SLOT_LABEL`](super::SLOT_LABEL),
+    /// [`SlotSet::child_label_selector`]), which selects the children
+    /// labelled with a claimed slot and every child without the label
+    /// (orphans, children created before sharding or by an unlabelled
+    /// child control), so a member receives and decodes only its own
+    /// slots' labelled children instead of every child. The children are
+    /// labelled by the child controls that create them
+    /// ([`slot_labeller`](super::slot_labeller); a sharded
+    /// [`Manager`](crate::Manager)'s child controls do it).
+    ///
+    /// The label must be the slot of the child's controller: a child whose
+    /// label names another slot (edited by hand, or released by its owner
+    /// and adopted by an owner of another slot with the label left as it
+    /// was) is seen only by the member claiming the slot its label names.
+    /// Turn it off if something other than a labelled child control
+    /// writes or moves children between owners.
+    pub fn child_label_selector(mut self, on: bool) -> Self {
+        self.child_label_selector = on;
+        self
+    }
+
+    pub(crate) fn sends_child_label_selector(&self) -> bool {
+        self.child_label_selector
     }
 
     /// Records the member's metrics into `metrics`.
