@@ -142,7 +142,9 @@ impl ShardConfig {
     /// member claims, plus the orphans (which any owner may adopt); on by
     /// default. The API server cannot select children by their owner
     /// (KEP-5866 hashes only `metadata.uid` and `metadata.namespace`), so
-    /// the informer lists and watches every child and keeps only those
+    /// the informer lists and watches every child (or, with
+    /// [`child_label_selector`](Self::child_label_selector), every child
+    /// labelled with a claimed slot or not labelled) and keeps only those
     /// whose controller `ownerReference` UID hashes into a claimed slot
     /// ([`Informer::set_client_filter`](ctrlkit_informer::Informer::set_client_filter)).
     /// A change of claims restarts the child informers with a fresh list,
