@@ -542,6 +542,27 @@ mod tests {
     }
 
     #[test]
+    fn long_unsorted_value_lists_with_repeats() {
+        // As a sharded member's child watch: every slot but its own.
+        let others: Vec<String> = (0..1024)
+            .rev()
+            .filter(|s| s % 3 != 0)
+            .map(|s: i32| s.to_string())
+            .chain(["5".to_owned(), "1".to_owned()])
+            .collect();
+        let selector = LabelSelector::parse(&format!("slot notin ({})", others.join(","))).unwrap();
+        let with = |v: &str| json!({"slot": v});
+        assert!(selector.matches(Some(&with("3"))));
+        assert!(selector.matches(Some(&with("1023"))));
+        assert!(!selector.matches(Some(&with("5"))));
+        assert!(!selector.matches(Some(&with("1"))));
+        assert!(selector.matches(Some(&json!({"app": "web"}))), "no label");
+        let within = LabelSelector::parse("slot in (9,3,6,3)").unwrap();
+        assert!(within.matches(Some(&with("6"))));
+        assert!(!within.matches(Some(&with("4"))));
+    }
+
+    #[test]
     fn malformed_selectors_get_apimachinerys_messages() {
         let err = |s: &str| LabelSelector::parse(s).unwrap_err();
         for (selector, message) in [
