@@ -573,10 +573,7 @@ async fn three_members_split_600_owners_and_take_over_a_killed_members_without_c
         assert!(want.iter().any(|n| n == "churn"), "the orphan is kept");
         until(&format!("{id}'s pod cache"), || child_cache(m) == want).await;
     }
-    // Every pod created carries its owner's slot; a pod labelled with one
-    // of b's slots is sent to b only (the server applies each member's
-    // `notin` selector of the other slots), even an orphan, which every
-    // member's client filter would keep.
+    // Every pod created carries its owner's slot.
     let pods: Api<Pod> = Api::namespaced(cluster.client(), NS);
     for pod in pods.list(&ListParams::default()).await.unwrap().items {
         if let Some(owner) = controller_ref(&pod.metadata) {
@@ -589,18 +586,36 @@ async fn three_members_split_600_owners_and_take_over_a_killed_members_without_c
             );
         }
     }
-    let b_slot = b.member.held_slots().iter().next().unwrap();
-    for (name, labels) in [
-        ("tagged", json!({SLOT_LABEL: b_slot.to_string()})),
-        ("marker", json!({})),
-    ] {
-        let pod: Pod = serde_json::from_value(json!({
-            "metadata": {"name": name, "labels": labels},
-            "spec": {"containers": [{"name": "c", "image": "busybox"}]},
-        }))
-        .unwrap();
-        pods.create(&PostParams::default(), &pod).await.unwrap();
-    }
+    // A pod labelled with one of b's slots is sent to b only (the server
+    // applies each member's `notin` selector of the other slots).
+    let owners = cms.list(&ListParams::default()).await.unwrap().items;
+    let owned_by = |m: &Member| {
+        let owner = owners
+            .iter()
+            .find(|o| m.member.holds_uid(o.metadata.uid.as_deref().unwrap()))
+            .unwrap();
+        let uid = owner.metadata.uid.clone().unwrap();
+        let reference = json!([{
+            "apiVersion": "v1", "kind": "ConfigMap", "name": owner.metadata.name,
+            "uid": uid, "controller": true,
+        }]);
+        (reference, slot_label_value(&uid))
+    };
+    let (b_owner, b_slot) = owned_by(&b);
+    let (a_owner, a_slot) = owned_by(&a);
+    let create = |name: &'static str, labels: serde_json::Value, owners: serde_json::Value| {
+        let pods = pods.clone();
+        async move {
+            let pod: Pod = serde_json::from_value(json!({
+                "metadata": {"name": name, "labels": labels, "ownerReferences": owners},
+                "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+            }))
+            .unwrap();
+            pods.create(&PostParams::default(), &pod).await.unwrap();
+        }
+    };
+    create("tagged", json!({SLOT_LABEL: b_slot}), b_owner).await;
+    create("marker", json!({}), json!([])).await;
     let has = |m: &Member, name: &str| child_cache(m).iter().any(|n| n == name);
     until("the unlabelled marker in every pod cache", || {
         members.iter().all(|(_, m)| has(m, "marker"))
@@ -609,13 +624,36 @@ async fn three_members_split_600_owners_and_take_over_a_killed_members_without_c
     // Watches deliver in order: a and c would have had `tagged` first.
     assert!(has(&b, "tagged"), "b's slot");
     assert!(!has(&a, "tagged") && !has(&c, "tagged"), "sent to b only");
-    for name in ["tagged", "marker"] {
+
+    // Wrong labels, which only b is sent: an orphan's (kept after its
+    // owner let it go) and an a-owned pod's labelled with b's slot (edited
+    // by hand). b corrects both, so the orphan reaches every member and
+    // the pod its owner's member.
+    create("stale", json!({SLOT_LABEL: b_slot}), json!([])).await;
+    create("misplaced", json!({SLOT_LABEL: b_slot}), a_owner).await;
+    until("the stale orphan in every pod cache", || {
+        members.iter().all(|(_, m)| has(m, "stale"))
+    })
+    .await;
+    until("the misplaced pod in a's pod cache only", || {
+        has(&a, "misplaced") && !has(&b, "misplaced") && !has(&c, "misplaced")
+    })
+    .await;
+    let label = |pod: Pod| pod.metadata.labels.unwrap_or_default().remove(SLOT_LABEL);
+    assert_eq!(label(pods.get("stale").await.unwrap()), None);
+    assert_eq!(label(pods.get("misplaced").await.unwrap()), Some(a_slot));
+    assert_eq!(b.member.stats().children_relabelled, 2);
+    assert_eq!(a.member.stats().children_relabelled, 0);
+    assert_eq!(c.member.stats().children_relabelled, 0);
+
+    let names = ["tagged", "marker", "stale", "misplaced"];
+    for name in names {
         pods.delete(name, &DeleteParams::default()).await.unwrap();
     }
-    until("tagged and marker gone", || {
+    until("the test's pods gone", || {
         members
             .iter()
-            .all(|(_, m)| !has(m, "tagged") && !has(m, "marker"))
+            .all(|(_, m)| names.iter().all(|n| !has(m, n)))
     })
     .await;
 

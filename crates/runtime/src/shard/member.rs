@@ -28,6 +28,7 @@ use super::catch_up::{Caches, CatchUp};
 use super::error::ShardError;
 use super::handover::{Handover, Inputs};
 use super::metrics::{AnomalyLabels, HandoverLabels, MemberLabels, ShardMetrics};
+use super::relabel::{Outcome, Relabel};
 use super::ring::{Anomaly, Claims, Expired, RING_LABEL, RingView, claim_annotations, inspect};
 use super::slots::{SLOTS, SlotSet, slot_of_uid};
 
@@ -274,6 +275,10 @@ pub struct ShardStats {
     /// and writes or removals of its own Lease by someone else
     /// (`ctrlkit_shard_lease_anomalies_total`).
     pub lease_anomalies: u64,
+    /// Children whose slot label it corrected (edited by hand, or kept
+    /// after they lost their controller;
+    /// `ctrlkit_shard_children_relabelled_total`).
+    pub children_relabelled: u64,
 }
 
 #[derive(Default)]
@@ -285,6 +290,7 @@ struct Counters {
     renew_failures: AtomicU64,
     catch_up_timeouts: AtomicU64,
     lease_anomalies: AtomicU64,
+    children_relabelled: AtomicU64,
     owners_held: AtomicU64,
     members: AtomicU64,
 }
@@ -340,6 +346,8 @@ pub(crate) struct Inner {
     /// The last [`assign`]ment and the members it is for: it only changes
     /// with the members, and the step runs every quarter renew period.
     assignment: Mutex<Option<(Vec<String>, Vec<SlotSet>)>>,
+    /// Children seen with a wrong slot label, to correct.
+    pub(crate) relabel: Arc<Relabel>,
 }
 
 impl Inner {
@@ -372,6 +380,29 @@ impl Inner {
                     reason: anomaly.reason(),
                 })
                 .inc();
+        }
+    }
+
+    /// Logs and counts the correction of a child's slot label.
+    fn relabelled(&self, child: &str, found: &str, want: Option<&str>, outcome: Outcome) {
+        let config = &self.config;
+        let want = want.unwrap_or("(none: no controller)");
+        match outcome {
+            Outcome::Corrected => {
+                tracing::warn!(ring = %config.ring, member = %self.lease_name, %child, found, want, "child's shard slot label did not name its controller's slot (edited by hand, or kept after its owner let it go): corrected");
+                self.counters
+                    .children_relabelled
+                    .fetch_add(1, Ordering::Relaxed);
+                if let Some(m) = &config.metrics {
+                    m.children_relabelled.get_or_create(&self.labels).inc();
+                }
+            }
+            Outcome::Gone => {
+                tracing::debug!(ring = %config.ring, member = %self.lease_name, %child, "child with a wrong shard slot label is gone or was replaced");
+            }
+            Outcome::GaveUp(error) => {
+                tracing::warn!(ring = %config.ring, member = %self.lease_name, %child, found, want, error = &error as &dyn std::error::Error, "cannot correct the child's shard slot label; its next event retries");
+            }
         }
     }
 
@@ -465,6 +496,7 @@ impl ShardMember {
                 leaving: AtomicBool::new(false),
                 reported_edit: Mutex::new(None),
                 assignment: Mutex::new(None),
+                relabel: Arc::default(),
             }),
         })
     }
@@ -510,6 +542,7 @@ impl ShardMember {
             renew_failures: c.renew_failures.load(Ordering::Relaxed),
             catch_up_timeouts: c.catch_up_timeouts.load(Ordering::Relaxed),
             lease_anomalies: c.lease_anomalies.load(Ordering::Relaxed),
+            children_relabelled: c.children_relabelled.load(Ordering::Relaxed),
         }
     }
 
@@ -607,7 +640,7 @@ impl ShardMember {
     pub async fn run(self, client: Client, shutdown: impl Future) -> Result<(), ShardError> {
         let inner = &self.inner;
         let config = &inner.config;
-        let api: Api<Lease> = Api::namespaced(client, &config.namespace);
+        let api: Api<Lease> = Api::namespaced(client.clone(), &config.namespace);
         let informer = Informer::builder(api.clone())
             .watcher_config(
                 watcher::Config::default().labels(&format!("{RING_LABEL}={}", config.ring)),
@@ -631,6 +664,14 @@ impl ShardMember {
         {
             return self.release(&api, tick).await;
         }
+        // Polled beside the protocol's waits (not cancelled by them).
+        let mut relabel = std::pin::pin!(inner.relabel.run(
+            client,
+            tick,
+            |child, found, want, outcome| {
+                inner.relabelled(child, found, want, outcome);
+            }
+        ));
         let mut handover = Handover::default();
         let mut catching_up: Vec<CatchUp> = Vec::new();
         let mut published: Option<(SlotSet, String)> = None;
@@ -688,6 +729,7 @@ impl ShardMember {
                 _ = shutdown.as_mut() => break,
                 _ = inner.wake.notified() => {}
                 _ = tokio::time::sleep(tick) => {}
+                () = &mut relabel => {}
             }
         }
         self.release(&api, tick).await

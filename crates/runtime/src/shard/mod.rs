@@ -78,13 +78,14 @@ mod gate;
 mod handover;
 mod member;
 mod metrics;
+mod relabel;
 mod ring;
 mod slots;
 
 pub use assign::assign;
 pub use child_label::{SLOT_LABEL, slot_label_value, slot_labeller};
 pub use error::ShardError;
-pub(crate) use gate::{SetChildFilter, ShardAdmission};
+pub(crate) use gate::{ChildCache, ShardAdmission};
 pub use member::{ShardConfig, ShardMember, ShardStats};
 pub use metrics::ShardMetrics;
 pub use ring::{CHECK_ANNOTATION, CLAIMS_ANNOTATION, RELEASED_ANNOTATION, RING_LABEL};
