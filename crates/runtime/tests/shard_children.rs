@@ -66,6 +66,11 @@ async fn reconcile(
         return Ok(Action::done());
     };
     let uid = owner.meta().uid.clone().unwrap_or_default();
+    let exp_key = key.to_string();
+    // Before reading the cache, as upstream's syncReplicaSet does: read
+    // first, a pod of ours arriving in between would satisfy the
+    // expectations and the stale count would create a pod too many.
+    let satisfied = ctx.expectations.satisfied(&exp_key);
     let have = ctx.cache.by_controller(&key.namespace, &uid, false)?.len();
     {
         let mut synced = ctx.synced.lock();
@@ -78,8 +83,7 @@ async fn reconcile(
             .entry((key.clone(), ctx.member.clone()))
             .or_insert(have);
     }
-    let exp_key = key.to_string();
-    if !ctx.expectations.satisfied(&exp_key) {
+    if !satisfied {
         return Ok(Action::done());
     }
     let missing = CHILDREN.saturating_sub(have);

@@ -179,12 +179,14 @@ impl ShardConfig {
     /// ([`slot_labeller`](super::slot_labeller); a sharded
     /// [`Manager`](crate::Manager)'s child controls do it).
     ///
-    /// The label must be the slot of the child's controller: a child whose
-    /// label names another slot (edited by hand, or released by its owner
-    /// and adopted by an owner of another slot with the label left as it
-    /// was) is seen only by the member claiming the slot its label names.
-    /// Turn it off if something other than a labelled child control
-    /// writes or moves children between owners.
+    /// A child whose label does not name its controller's slot (edited by
+    /// hand) or that has no controller but a label (released, or orphaned
+    /// by the garbage collector) is sent only to the member claiming the
+    /// slot its label names; that member corrects the label (set to the
+    /// controller's slot, or removed from an orphan), logs it and counts
+    /// it in [`ShardStats::children_relabelled`], so the child reaches the
+    /// member that syncs its owner. Turn it off if children are written
+    /// by something that does not label them with a labelled child control.
     pub fn child_label_selector(mut self, on: bool) -> Self {
         self.child_label_selector = on;
         self
