@@ -23,7 +23,10 @@ use crate::events::{
     SUCCESSFUL_DELETE_REASON, record,
 };
 use crate::template::child_from_template;
-use crate::{ChildControl, ChildControlError, Operation, ServerMetadata, WriteAttempt, WriteGate};
+use crate::{
+    ChildControl, ChildControlError, ChildLabeller, Operation, ServerMetadata, WriteAttempt,
+    WriteGate,
+};
 
 /// The field manager of server-side apply patches when none was named.
 pub const DEFAULT_FIELD_MANAGER: &str = "ctrlkit";
@@ -104,6 +107,7 @@ pub struct KubeChildControl<C> {
     client: Client,
     events: Option<Arc<dyn EventSink>>,
     gate: Option<Arc<dyn WriteGate>>,
+    labeller: Option<Arc<dyn ChildLabeller>>,
     field_manager: String,
     /// The kind as it appears in event notes: `pod`, `configmap`.
     noun: String,
@@ -120,6 +124,7 @@ impl<C> Clone for KubeChildControl<C> {
             client: self.client.clone(),
             events: self.events.clone(),
             gate: self.gate.clone(),
+            labeller: self.labeller.clone(),
             field_manager: self.field_manager.clone(),
             noun: self.noun.clone(),
             create_action: self.create_action.clone(),
@@ -136,6 +141,7 @@ impl<C> fmt::Debug for KubeChildControl<C> {
             .field("kind", &self.noun)
             .field("records_events", &self.events.is_some())
             .field("write_gate", &self.gate.is_some())
+            .field("labeller", &self.labeller.is_some())
             .field("field_manager", &self.field_manager)
             .field("created_metadata_only", &self.created_metadata_only)
             .finish_non_exhaustive()
@@ -184,6 +190,7 @@ impl<C: ChildResource> KubeChildControl<C> {
             client,
             events,
             gate: None,
+            labeller: None,
             field_manager,
             noun: kind.to_lowercase(),
             create_action: format!("Create{kind}"),
@@ -198,6 +205,14 @@ impl<C: ChildResource> KubeChildControl<C> {
     #[must_use]
     pub fn with_write_gate(mut self, gate: Arc<dyn WriteGate>) -> Self {
         self.gate = Some(gate);
+        self
+    }
+
+    /// Adds `labeller`'s labels to every child created from now on (see
+    /// [`ChildLabeller`]); replaces any labeller set before.
+    #[must_use]
+    pub fn with_child_labeller(mut self, labeller: Arc<dyn ChildLabeller>) -> Self {
+        self.labeller = Some(labeller);
         self
     }
 
@@ -308,7 +323,13 @@ impl<C: ChildResource> KubeChildControl<C> {
         controller_ref: &OwnerReference,
     ) -> Result<C, ChildControlError> {
         let namespace = self.child_namespace(namespace);
-        let child = child_from_template(template, namespace, controller_ref)?;
+        let mut child = child_from_template(template, namespace, controller_ref)?;
+        if let Some(labeller) = &self.labeller {
+            labeller.label(
+                controller_ref,
+                child.meta_mut().labels.get_or_insert_default(),
+            );
+        }
         self.check_gate(Operation::Create, namespace, child.meta().name.as_deref())?;
         let owner_name = owner.name.as_deref().unwrap_or(&controller_ref.name);
         match self.post(namespace, child).await {

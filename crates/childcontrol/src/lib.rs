@@ -96,6 +96,7 @@ mod events;
 mod fake;
 mod gate;
 mod kube_control;
+mod labeller;
 mod observe;
 mod template;
 
@@ -110,6 +111,7 @@ pub use events::{
 pub use fake::{FakeChildControl, RecordedCreate, RecordedDelete, RecordedPatch};
 pub use gate::{WriteAttempt, WriteGate};
 pub use kube_control::{ChildResource, DEFAULT_FIELD_MANAGER, KubeChildControl};
+pub use labeller::ChildLabeller;
 pub use observe::{Observed, RecordWrites, WriteObserver};
 // In `ctrlkit-informer`, so the event recorder shares it.
 pub use ctrlkit_informer::ServerMetadata;

@@ -719,8 +719,10 @@ where
     /// object the list and watch return): the client-side counterpart of
     /// [`set_shard_selector`](Self::set_shard_selector), for what the server
     /// cannot select (a sharded controller's children, placed by their
-    /// controller reference's UID). The informer still lists and watches
-    /// every object; listed objects the filter leaves out are dropped
+    /// controller reference's UID). The informer lists and watches every
+    /// object, or those the filter's
+    /// [label selector](ClientFilter::with_label_selector) selects (joined
+    /// with the informer's own); listed objects the filter leaves out are dropped
     /// before they enter the cache, a watched object that stops passing
     /// leaves it as a delete of its new state (handlers get `on_delete`,
     /// as for an object that stops matching a label selector), and

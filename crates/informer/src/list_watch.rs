@@ -267,10 +267,15 @@ where
         Changed,
         Closed,
     }
-    let start = Arc::new(move |shard: ShardQuery| -> Steps<K> {
-        list_watch(Arc::clone(&source), config.clone(), shard, decoder)
-            .default_backoff()
-            .boxed()
+    let start = Arc::new(move |shard: ShardQuery, narrowing: Narrowing| -> Steps<K> {
+        list_watch(
+            Arc::clone(&source),
+            narrowed(&config, &narrowing),
+            shard,
+            decoder,
+        )
+        .default_backoff()
+        .boxed()
     });
     futures::stream::unfold(
         (selector, None::<Steps<K>>, true),
@@ -282,10 +287,13 @@ where
                         Some(stream) => stream,
                         None => {
                             let (generation, narrowing) = rx.borrow_and_update().clone();
-                            current.insert(start(ShardQuery {
-                                generation,
-                                selector: narrowing.selector,
-                            }))
+                            current.insert(start(
+                                ShardQuery {
+                                    generation,
+                                    selector: narrowing.selector.clone(),
+                                },
+                                narrowing,
+                            ))
                         }
                     };
                     let next = tokio::select! {
@@ -598,7 +606,7 @@ pub(crate) async fn consistent_read<K: Resource + 'static>(
     decoder: Decoder<K>,
 ) -> Result<ConsistentRead, kube::Error> {
     let shard = narrowing.selector.as_deref();
-    let mut params = list_params(config);
+    let mut params = list_params(&narrowed(config, narrowing));
     params.resource_version = None;
     params.version_match = None;
     let mut read = ConsistentRead::default();
@@ -618,6 +626,14 @@ pub(crate) async fn consistent_read<K: Resource + 'static>(
             _ => return Ok(read),
         }
     }
+}
+
+/// `config` with the client filter's label selector (if any) joined to
+/// its own, as every list and watch of the narrowed informer sends it.
+fn narrowed(config: &watcher::Config, narrowing: &Narrowing) -> watcher::Config {
+    let mut config = config.clone();
+    config.label_selector = narrowing.label_selector(config.label_selector.as_deref());
+    config
 }
 
 fn list_params(config: &watcher::Config) -> ListParams {

@@ -39,13 +39,14 @@ use tokio::sync::watch;
 /// object's metadata (see
 /// [`Informer::set_client_filter`](crate::Informer::set_client_filter)).
 ///
-/// Two filters with the same `id` are the same filter: setting one again
+/// Two filters with the same `id` (and label selector) are the same filter: setting one again
 /// changes nothing (several controllers sharing an informer may each ask
 /// for it without relisting twice).
 #[derive(Clone)]
 pub struct ClientFilter {
     id: String,
     keep: Arc<dyn Fn(&ObjectMeta) -> bool + Send + Sync>,
+    labels: Option<Arc<str>>,
 }
 
 impl ClientFilter {
@@ -57,7 +58,28 @@ impl ClientFilter {
         Self {
             id: id.into(),
             keep: Arc::new(keep),
+            labels: None,
         }
+    }
+
+    /// Also sends `selector`, a label selector such as
+    /// `ctrlkit.io/shard-slot notin (3,4)`, with every list and watch of
+    /// the informer (and its consistent reads), joined with the informer's
+    /// own label selector: the server then sends only the objects it
+    /// selects, and the filter still decides what of those the cache
+    /// keeps. Use it when the selector selects at least every object the
+    /// filter keeps: an object the selector leaves out is never seen,
+    /// whatever the filter would say.
+    #[must_use]
+    pub fn with_label_selector(mut self, selector: impl Into<String>) -> Self {
+        let selector = selector.into();
+        self.labels = (!selector.is_empty()).then(|| selector.into());
+        self
+    }
+
+    /// The label selector sent to the server with this filter, if any.
+    pub fn label_selector(&self) -> Option<&str> {
+        self.labels.as_deref()
     }
 
     /// The filter's name: what tells two filters apart.
@@ -73,13 +95,16 @@ impl ClientFilter {
 
 impl fmt::Debug for ClientFilter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("ClientFilter").field(&self.id).finish()
+        f.debug_struct("ClientFilter")
+            .field("id", &self.id)
+            .field("label_selector", &self.labels)
+            .finish()
     }
 }
 
 impl PartialEq for ClientFilter {
     fn eq(&self, other: &Self) -> bool {
-        self.id == other.id
+        self.id == other.id && self.labels == other.labels
     }
 }
 
@@ -95,6 +120,16 @@ impl Narrowing {
     /// Whether the cache keeps an object with metadata `meta`.
     pub(crate) fn keeps(&self, meta: &ObjectMeta) -> bool {
         self.filter.as_ref().is_none_or(|f| f.keeps(meta))
+    }
+
+    /// The label selector to list and watch with: the informer's own
+    /// (`base`) joined with the client filter's, if it has one.
+    pub(crate) fn label_selector(&self, base: Option<&str>) -> Option<String> {
+        let extra = self.filter.as_ref().and_then(ClientFilter::label_selector);
+        match (base.filter(|b| !b.is_empty()), extra) {
+            (Some(base), Some(extra)) => Some(format!("{base},{extra}")),
+            (base, extra) => base.or(extra).map(str::to_owned),
+        }
     }
 }
 

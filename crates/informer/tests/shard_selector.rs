@@ -287,3 +287,90 @@ async fn a_client_filter_keeps_only_what_it_keeps_and_relists_for_a_new_one() {
     stop.cancel();
     cluster.shutdown().await;
 }
+
+/// A client filter with a label selector: the server sends only what the
+/// selector selects (joined with the informer's own label selector), from
+/// the list, the watch and the consistent read; an object whose labels
+/// stop matching leaves the cache as the server's delete; a new filter
+/// relists with its own selector. The filter here keeps everything it is
+/// sent, so what the cache lacks was never sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_filters_label_selector_is_applied_by_the_server() {
+    let cluster = TestCluster::start(TestClusterConfig::default())
+        .await
+        .unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(cluster.client(), "default");
+    let make = |name: &str, half: Option<&str>, mine: bool| -> ConfigMap {
+        let mut labels = serde_json::Map::new();
+        if let Some(h) = half {
+            labels.insert("half".into(), json!(h));
+        }
+        if mine {
+            labels.insert("mine".into(), json!("yes"));
+        }
+        serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}})).unwrap()
+    };
+    for (name, h, mine) in [
+        ("a1", Some("a"), true),
+        ("a2", Some("a"), true),
+        ("b1", Some("b"), true),
+        ("none", None, true),
+        ("other", Some("a"), false),
+    ] {
+        api.create(&PostParams::default(), &make(name, h, mine))
+            .await
+            .unwrap();
+    }
+    let everything = |selector: &str| {
+        ClientFilter::new(format!("sent by the server: {selector}"), |_| true)
+            .with_label_selector(selector)
+    };
+    let filter = everything("half notin (b)");
+    assert_eq!(filter.label_selector(), Some("half notin (b)"));
+    assert_eq!(
+        ClientFilter::new("x", |_| true)
+            .with_label_selector("")
+            .label_selector(),
+        None
+    );
+    let deletes = Deletes::default();
+    let informer = Informer::builder(api.clone())
+        .watcher_config(kube::runtime::watcher::Config::default().labels("mine=yes"))
+        .handler(deletes.clone())
+        .build();
+    assert!(informer.set_client_filter(Some(filter)));
+    let stop = CancellationToken::new();
+    informer.start(stop.clone()).unwrap();
+    informer.wait_for_cache_sync().await.unwrap();
+    assert_eq!(names(&informer), ["a1", "a2", "none"]);
+
+    // The watch: b2 is never sent; a1 relabelled to half b leaves as the
+    // server's delete.
+    api.create(&PostParams::default(), &make("b2", Some("b"), true))
+        .await
+        .unwrap();
+    api.create(&PostParams::default(), &make("a3", Some("a"), true))
+        .await
+        .unwrap();
+    let moved = Patch::Merge(json!({"metadata": {"labels": {"half": "b"}}}));
+    api.patch("a1", &PatchParams::default(), &moved)
+        .await
+        .unwrap();
+    until("a1 out, a3 in", || names(&informer) == ["a2", "a3", "none"]).await;
+    assert_eq!(*deletes.0.lock().unwrap(), ["a1:b"]);
+    let store = informer.store();
+    let read = store.consistent_read().await.unwrap().unwrap();
+    assert_eq!(read.len(), 3, "the read lists what the selectors select");
+
+    // A new filter relists with its selector.
+    assert!(informer.set_client_filter(Some(everything("half notin (a)"))));
+    until("half b and the unlabelled", || {
+        names(&informer) == ["a1", "b1", "b2", "none"]
+    })
+    .await;
+    let read = store.consistent_read().await.unwrap().unwrap();
+    assert_eq!(read.len(), 4);
+    assert!(store.reflects(&read).unwrap());
+    stop.cancel();
+    cluster.shutdown().await;
+}

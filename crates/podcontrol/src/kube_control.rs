@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use ctrlkit_childcontrol::{ChildControl, KubeChildControl, WriteGate};
+use ctrlkit_childcontrol::{ChildControl, ChildLabeller, KubeChildControl, WriteGate};
 use k8s_openapi::api::core::v1::{ObjectReference, Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Preconditions};
 use kube::Client;
@@ -116,6 +116,14 @@ impl KubePodControl {
     #[must_use]
     pub fn with_write_gate(mut self, gate: Arc<dyn WriteGate>) -> Self {
         self.pods = self.pods.with_write_gate(gate);
+        self
+    }
+
+    /// Adds `labeller`'s labels to every pod created from now on (see
+    /// [`ChildLabeller`]); replaces any labeller set before.
+    #[must_use]
+    pub fn with_child_labeller(mut self, labeller: Arc<dyn ChildLabeller>) -> Self {
+        self.pods = self.pods.with_child_labeller(labeller);
         self
     }
 

@@ -126,6 +126,8 @@ pub mod pod;
 pub mod ranking;
 
 pub use control::PodControl;
+/// What [`KubePodControl::with_child_labeller`] takes (from `ctrlkit-childcontrol`).
+pub use ctrlkit_childcontrol::ChildLabeller;
 pub use error::{PodControlError, is_namespace_terminating_status, status_is};
 pub use fake::{FakePodControl, Operation, RecordedCreate, RecordedDelete, RecordedPatch};
 pub use kube_control::{

@@ -17,7 +17,9 @@ use ctrlkit_informer::{
     Informer, ShardSelectorSupport, SharedInformerFactory, Store, controller_ref,
 };
 use ctrlkit_runtime::child::{ChildControl, KubeChildControl, controller_ref_for};
-use ctrlkit_runtime::shard::{SLOTS, ShardConfig, ShardMember, SlotSet};
+use ctrlkit_runtime::shard::{
+    SLOT_LABEL, SLOTS, ShardConfig, ShardMember, SlotSet, slot_label_value, slot_labeller,
+};
 use ctrlkit_runtime::{Action, Controller, ObjectKey, Owns, creation_id};
 use ctrlkit_testcluster::{TestCluster, TestClusterConfig};
 use futures::StreamExt;
@@ -64,6 +66,11 @@ async fn reconcile(
         return Ok(Action::done());
     };
     let uid = owner.meta().uid.clone().unwrap_or_default();
+    let exp_key = key.to_string();
+    // Before reading the cache, as upstream's syncReplicaSet does: read
+    // first, a pod of ours arriving in between would satisfy the
+    // expectations and the stale count would create a pod too many.
+    let satisfied = ctx.expectations.satisfied(&exp_key);
     let have = ctx.cache.by_controller(&key.namespace, &uid, false)?.len();
     {
         let mut synced = ctx.synced.lock();
@@ -76,8 +83,7 @@ async fn reconcile(
             .entry((key.clone(), ctx.member.clone()))
             .or_insert(have);
     }
-    let exp_key = key.to_string();
-    if !ctx.expectations.satisfied(&exp_key) {
+    if !satisfied {
         return Ok(Action::done());
     }
     let missing = CHILDREN.saturating_sub(have);
@@ -197,7 +203,10 @@ impl Member {
         };
         let ctx = Arc::new(Ctx {
             member: id.to_owned(),
-            pods: KubeChildControl::new(client, format!("rs-{id}")),
+            // The slot label, so each member's pod watch holds only its
+            // slots' pods (and the unlabelled ones).
+            pods: KubeChildControl::new(client, format!("rs-{id}"))
+                .with_child_labeller(slot_labeller()),
             cache: controller.store_of::<Pod>().unwrap(),
             expectations: Arc::clone(controller.expectations()),
             creates: Arc::clone(&shared.creates),
@@ -568,6 +577,90 @@ async fn three_members_split_600_owners_and_take_over_a_killed_members_without_c
         assert!(want.iter().any(|n| n == "churn"), "the orphan is kept");
         until(&format!("{id}'s pod cache"), || child_cache(m) == want).await;
     }
+    // Every pod created carries its owner's slot.
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), NS);
+    for pod in pods.list(&ListParams::default()).await.unwrap().items {
+        if let Some(owner) = controller_ref(&pod.metadata) {
+            let label = pod.metadata.labels.as_ref().and_then(|l| l.get(SLOT_LABEL));
+            assert_eq!(
+                label,
+                Some(&slot_label_value(&owner.uid)),
+                "{:?}",
+                pod.metadata.name
+            );
+        }
+    }
+    // A pod labelled with one of b's slots is sent to b only (the server
+    // applies each member's `notin` selector of the other slots).
+    let owners = cms.list(&ListParams::default()).await.unwrap().items;
+    let owned_by = |m: &Member| {
+        let owner = owners
+            .iter()
+            .find(|o| m.member.holds_uid(o.metadata.uid.as_deref().unwrap()))
+            .unwrap();
+        let uid = owner.metadata.uid.clone().unwrap();
+        let reference = json!([{
+            "apiVersion": "v1", "kind": "ConfigMap", "name": owner.metadata.name,
+            "uid": uid, "controller": true,
+        }]);
+        (reference, slot_label_value(&uid))
+    };
+    let (b_owner, b_slot) = owned_by(&b);
+    let (a_owner, a_slot) = owned_by(&a);
+    let create = |name: &'static str, labels: serde_json::Value, owners: serde_json::Value| {
+        let pods = pods.clone();
+        async move {
+            let pod: Pod = serde_json::from_value(json!({
+                "metadata": {"name": name, "labels": labels, "ownerReferences": owners},
+                "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+            }))
+            .unwrap();
+            pods.create(&PostParams::default(), &pod).await.unwrap();
+        }
+    };
+    create("tagged", json!({SLOT_LABEL: b_slot}), b_owner).await;
+    create("marker", json!({}), json!([])).await;
+    let has = |m: &Member, name: &str| child_cache(m).iter().any(|n| n == name);
+    until("the unlabelled marker in every pod cache", || {
+        members.iter().all(|(_, m)| has(m, "marker"))
+    })
+    .await;
+    // Watches deliver in order: a and c would have had `tagged` first.
+    assert!(has(&b, "tagged"), "b's slot");
+    assert!(!has(&a, "tagged") && !has(&c, "tagged"), "sent to b only");
+
+    // Wrong labels, which only b is sent: an orphan's (kept after its
+    // owner let it go) and an a-owned pod's labelled with b's slot (edited
+    // by hand). b corrects both, so the orphan reaches every member and
+    // the pod its owner's member.
+    create("stale", json!({SLOT_LABEL: b_slot}), json!([])).await;
+    create("misplaced", json!({SLOT_LABEL: b_slot}), a_owner).await;
+    until("the stale orphan in every pod cache", || {
+        members.iter().all(|(_, m)| has(m, "stale"))
+    })
+    .await;
+    until("the misplaced pod in a's pod cache only", || {
+        has(&a, "misplaced") && !has(&b, "misplaced") && !has(&c, "misplaced")
+    })
+    .await;
+    let label = |pod: Pod| pod.metadata.labels.unwrap_or_default().remove(SLOT_LABEL);
+    assert_eq!(label(pods.get("stale").await.unwrap()), None);
+    assert_eq!(label(pods.get("misplaced").await.unwrap()), Some(a_slot));
+    assert_eq!(b.member.stats().children_relabelled, 2);
+    assert_eq!(a.member.stats().children_relabelled, 0);
+    assert_eq!(c.member.stats().children_relabelled, 0);
+
+    let names = ["tagged", "marker", "stale", "misplaced"];
+    for name in names {
+        pods.delete(name, &DeleteParams::default()).await.unwrap();
+    }
+    until("the test's pods gone", || {
+        members
+            .iter()
+            .all(|(_, m)| names.iter().all(|n| !has(m, n)))
+    })
+    .await;
+
     // An orphan adopted by an owner of a's slots leaves b's and c's pod
     // caches and stays in a's (this test's reconcile never deletes a pod,
     // and the pod is deleted before the pods are counted again).

@@ -311,3 +311,49 @@ async fn sharding_is_checked_before_anything_starts() {
     let manager = Manager::with_client(client, config).unwrap();
     assert_eq!(manager.shard_member().unwrap().lease_name(), "cms-a");
 }
+
+/// A sharded manager's child controls label each child with its owner's
+/// slot (what each member's child informers select on); an unsharded
+/// manager's write no label.
+#[tokio::test]
+async fn a_sharded_managers_child_controls_label_children_with_their_owners_slot() {
+    use ctrlkit_runtime::child::{ChildControl, controller_ref_for};
+    use ctrlkit_runtime::shard::{SLOT_LABEL, slot_label_value};
+    use k8s_openapi::api::core::v1::ObjectReference;
+    use kube::api::PostParams;
+
+    let cluster = TestCluster::start(ctrlkit_testcluster::TestClusterConfig::default())
+        .await
+        .unwrap();
+    let cms: Api<ConfigMap> = Api::namespaced(cluster.client(), "default");
+    let owner: ConfigMap =
+        serde_json::from_value(serde_json::json!({"metadata": {"name": "owner"}})).unwrap();
+    let owner = cms.create(&PostParams::default(), &owner).await.unwrap();
+    let controller_ref = controller_ref_for(&owner).unwrap();
+    let reference = ObjectReference {
+        name: owner.metadata.name.clone(),
+        namespace: Some("default".into()),
+        uid: owner.metadata.uid.clone(),
+        ..ObjectReference::default()
+    };
+    for (sharded, name) in [(true, "labelled"), (false, "plain")] {
+        let mut config = ManagerConfig::new("m");
+        config.sharding = sharded.then(|| sharding(name));
+        let manager = Manager::with_client(cluster.client(), config).unwrap();
+        assert_eq!(manager.child_labeller().is_some(), sharded);
+        let template: ConfigMap = serde_json::from_value(
+            serde_json::json!({"metadata": {"name": name, "labels": {"app": "web"}}}),
+        )
+        .unwrap();
+        let created = manager
+            .child_control::<ConfigMap>("m")
+            .create("default", &template, &reference, &controller_ref)
+            .await
+            .unwrap();
+        let labels = created.metadata.labels.unwrap_or_default();
+        assert_eq!(labels.get("app").map(String::as_str), Some("web"));
+        let want = sharded.then(|| slot_label_value(&controller_ref.uid));
+        assert_eq!(labels.get(SLOT_LABEL), want.as_ref(), "{name}");
+    }
+    cluster.shutdown().await;
+}

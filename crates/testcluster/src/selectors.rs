@@ -33,9 +33,9 @@ impl Requirement {
             (Op::Eq(want), Some(v)) => want == v,
             (Op::Eq(_), None) => false,
             (Op::NotEq(want), v) => v != Some(want.as_str()),
-            (Op::In(set), Some(v)) => set.iter().any(|s| s == v),
+            (Op::In(set), Some(v)) => contains(set, v),
             (Op::In(_), None) => false,
-            (Op::NotIn(set), v) => v.is_none_or(|v| !set.iter().any(|s| s == v)),
+            (Op::NotIn(set), v) => v.is_none_or(|v| !contains(set, v)),
             (Op::Exists, v) => v.is_some(),
             (Op::DoesNotExist, v) => v.is_none(),
             (Op::Gt(n), Some(v)) => v.parse::<i64>().is_ok_and(|v| v > *n),
@@ -43,6 +43,20 @@ impl Requirement {
             (Op::Gt(_) | Op::Lt(_), None) => false,
         }
     }
+}
+
+/// A requirement's values, sorted without repeats (as upstream's
+/// `sets.String`), so a long `in`/`notin` list is searched, not scanned: a
+/// sharded controller's child watch sends up to 1,024 values.
+fn value_set(mut values: Vec<String>) -> Vec<String> {
+    values.sort_unstable();
+    values.dedup();
+    values
+}
+
+/// Whether the sorted `set` holds `value`.
+fn contains(set: &[String], value: &str) -> bool {
+    set.binary_search_by(|s| s.as_str().cmp(value)).is_ok()
 }
 
 /// A parsed label selector: every requirement must hold.
@@ -248,8 +262,8 @@ impl<'a> Parser<'a> {
             return Err(message);
         }
         let op = match (tok, number) {
-            (Token::In, _) => Op::In(values),
-            (Token::NotIn, _) => Op::NotIn(values),
+            (Token::In, _) => Op::In(value_set(values)),
+            (Token::NotIn, _) => Op::NotIn(value_set(values)),
             (Token::NotEquals, _) => Op::NotEq(values.into_iter().next().unwrap_or_default()),
             (Token::GreaterThan, Some(n)) => Op::Gt(n),
             (Token::LessThan, Some(n)) => Op::Lt(n),
@@ -310,11 +324,8 @@ impl<'a> Parser<'a> {
 
     fn identifiers(&mut self) -> Result<Vec<String>, String> {
         let mut set: Vec<String> = Vec::new();
-        let insert = |set: &mut Vec<String>, v: &str| {
-            if !set.iter().any(|x| x == v) {
-                set.push(v.to_string());
-            }
-        };
+        // Repeats are dropped by `value_set`.
+        let insert = |set: &mut Vec<String>, v: &str| set.push(v.to_string());
         loop {
             let (tok, lit) = self.consume(Context::Values);
             match tok {
@@ -401,8 +412,8 @@ impl LabelSelector {
                     .filter_map(|v| v.as_str().map(str::to_string))
                     .collect();
                 let op = match e.get("operator").and_then(Value::as_str) {
-                    Some("In") if !values.is_empty() => Op::In(values),
-                    Some("NotIn") if !values.is_empty() => Op::NotIn(values),
+                    Some("In") if !values.is_empty() => Op::In(value_set(values)),
+                    Some("NotIn") if !values.is_empty() => Op::NotIn(value_set(values)),
                     Some("Exists") if values.is_empty() => Op::Exists,
                     Some("DoesNotExist") if values.is_empty() => Op::DoesNotExist,
                     _ => return Err("invalid matchExpressions operator or values".into()),
@@ -528,6 +539,27 @@ mod tests {
         assert!(m("missing!=x"));
         assert!(!m("missing in (x)"));
         assert!(m(""));
+    }
+
+    #[test]
+    fn long_unsorted_value_lists_with_repeats() {
+        // As a sharded member's child watch: every slot but its own.
+        let others: Vec<String> = (0..1024)
+            .rev()
+            .filter(|s| s % 3 != 0)
+            .map(|s: i32| s.to_string())
+            .chain(["5".to_owned(), "1".to_owned()])
+            .collect();
+        let selector = LabelSelector::parse(&format!("slot notin ({})", others.join(","))).unwrap();
+        let with = |v: &str| json!({"slot": v});
+        assert!(selector.matches(Some(&with("3"))));
+        assert!(selector.matches(Some(&with("1023"))));
+        assert!(!selector.matches(Some(&with("5"))));
+        assert!(!selector.matches(Some(&with("1"))));
+        assert!(selector.matches(Some(&json!({"app": "web"}))), "no label");
+        let within = LabelSelector::parse("slot in (9,3,6,3)").unwrap();
+        assert!(within.matches(Some(&with("6"))));
+        assert!(!within.matches(Some(&with("4"))));
     }
 
     #[test]

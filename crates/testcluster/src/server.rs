@@ -712,12 +712,17 @@ fn selectors(
     Ok((labels, fields))
 }
 
-fn encode_continue(key: &Key) -> String {
-    let raw = format!("{}/{}", key.0, key.1);
+/// A continue token: the key to go on after and the first page's
+/// resourceVersion, which every later page reports, as kube-apiserver's
+/// tokens carry it: a client watching from the last page's version then
+/// sees every change made while it paged (the pages themselves are read
+/// from the current state, not from a snapshot at that version).
+fn encode_continue(key: &Key, rv: u64) -> String {
+    let raw = format!("{rv}/{}/{}", key.0, key.1);
     raw.bytes().map(|b| format!("{b:02x}")).collect()
 }
 
-fn decode_continue(token: &str) -> Result<Key, ApiError> {
+fn decode_continue(token: &str) -> Result<(Key, u64), ApiError> {
     let bad = || ApiError::bad_request("invalid continue token");
     if !token.len().is_multiple_of(2) {
         return Err(bad());
@@ -727,8 +732,10 @@ fn decode_continue(token: &str) -> Result<Key, ApiError> {
         .map(|i| u8::from_str_radix(token.get(i..i + 2).unwrap_or(""), 16))
         .collect();
     let raw = String::from_utf8(bytes.map_err(|_| bad())?).map_err(|_| bad())?;
-    let (ns, name) = raw.split_once('/').ok_or_else(bad)?;
-    Ok((ns.to_string(), name.to_string()))
+    let (rv, key) = raw.split_once('/').ok_or_else(bad)?;
+    let rv = rv.parse().map_err(|_| bad())?;
+    let (ns, name) = key.split_once('/').ok_or_else(bad)?;
+    Ok(((ns.to_string(), name.to_string()), rv))
 }
 
 fn list_response(
@@ -808,10 +815,25 @@ fn list(
         None => None,
     };
     let limit = opts.limit;
-    let (items, current) = api
-        .store
-        .list(def.storage, target.namespace, start.as_ref());
-    let rv = list_version(api, def, &opts, current)?;
+    let (items, current) = api.store.list(
+        def.storage,
+        target.namespace,
+        start.as_ref().map(|(key, _)| key),
+    );
+    let rv = match &start {
+        // Later pages are at the first page's version, while the history
+        // still reaches back to it (else 410, as kube-apiserver answers a
+        // continue token older than its compaction).
+        Some((_, first)) => match api.store.check_watch_start(*first) {
+            Ok(()) => *first,
+            Err(_) => {
+                return Err(ApiError::gone(
+                    "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
+                ));
+            }
+        },
+        None => list_version(api, def, &opts, current)?,
+    };
     let mut matching = items.into_iter().filter(|s| {
         labels.matches_stored(s) && fields.matches_stored(s) && shard.matches_stored(s)
     });
@@ -823,7 +845,7 @@ fn list(
     let cont = match page.last() {
         Some(last) if remaining > 0 => {
             let key = Api::key(def, &last.summary.namespace, &last.summary.name);
-            Some((encode_continue(&key), remaining))
+            Some((encode_continue(&key, rv), remaining))
         }
         _ => None,
     };

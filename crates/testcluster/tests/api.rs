@@ -303,6 +303,20 @@ async fn paging_with_limit_and_continue() {
     }
     assert_eq!(pages, 3);
     assert_eq!(seen, (0..7).map(|i| format!("p{i}")).collect::<Vec<_>>());
+
+    // Every page is at the first page's resourceVersion, as kube-apiserver
+    // serves a continued list: a pod created between pages, behind the
+    // continue key, is missed by the list but not by a watch from there.
+    let first = pods.list(&ListParams::default().limit(3)).await.unwrap();
+    let rv = first.metadata.resource_version.clone().unwrap();
+    create_pod(&pods.clone().into_client(), "p0a", json!({})).await;
+    let token = first.metadata.continue_.unwrap();
+    let rest = pods
+        .list(&ListParams::default().limit(3).continue_token(&token))
+        .await
+        .unwrap();
+    assert_eq!(rest.metadata.resource_version, Some(rv));
+    assert!(rest.items.iter().all(|p| p.name_any() != "p0a"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -11,7 +11,7 @@ mod process;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use ctrlkit_runtime::shard::{CLAIMS_ANNOTATION, RING_LABEL, SlotSet, slot_of_uid};
+use ctrlkit_runtime::shard::{CLAIMS_ANNOTATION, RING_LABEL, SLOT_LABEL, SlotSet, slot_of_uid};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 use kube::api::ListParams;
@@ -209,6 +209,17 @@ async fn sharded_replicas_split_the_work_take_over_a_killed_ones_and_share_with_
         (expected as u64, 0),
         "(creates, deletes): no pod created twice"
     );
+
+    // Every pod carries its ReplicaSet's slot (the members' pod watches
+    // select on it).
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(client.clone(), "default");
+    let pods = pods.list(&ListParams::default()).await.unwrap().items;
+    assert!(!pods.is_empty());
+    for pod in pods {
+        let owner = &pod.metadata.owner_references.as_ref().unwrap()[0];
+        let label = pod.metadata.labels.as_ref().and_then(|l| l.get(SLOT_LABEL));
+        assert_eq!(label, Some(&slot_of_uid(&owner.uid).to_string()));
+    }
 
     // A graceful stop releases the member's Lease.
     for mut m in [b, c, d] {

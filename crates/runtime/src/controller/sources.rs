@@ -198,7 +198,7 @@ pub(crate) struct Installed {
     pub(crate) owned_handlers: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
     /// How to set each owned kind's client filter (a sharded member
     /// narrows the child caches to its slots).
-    pub(crate) child_filters: Vec<crate::shard::SetChildFilter>,
+    pub(crate) child_filters: Vec<crate::shard::ChildCache>,
 }
 
 impl Installed {
@@ -290,9 +290,10 @@ impl<K: Watchable, C: Watchable> Source<K> for OwnedSource<K, C> {
         informer.add_index_if_absent(BY_CONTROLLER_UID, index_by_controller_uid::<C>);
         installed.add(informer.store());
         let children = informer.clone();
-        installed
-            .child_filters
-            .push(Box::new(move |filter| children.set_client_filter(filter)));
+        installed.child_filters.push(crate::shard::ChildCache {
+            resource: kube::api::ApiResource::erase::<C>(&()),
+            set_filter: Box::new(move |filter| children.set_client_filter(filter)),
+        });
         let handler: Arc<dyn EventHandler<C>> = Arc::new(OwnedHandler {
             context: Arc::clone(context),
             orphans: this.orphans,

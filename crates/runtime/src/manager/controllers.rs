@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use ctrlkit_childcontrol::{ChildControl, ChildResource, KubeChildControl};
+use ctrlkit_childcontrol::{ChildControl, ChildLabeller, ChildResource, KubeChildControl};
 use ctrlkit_events::{Recorder, undecodable_warning};
 use ctrlkit_informer::ObjectKey;
 use ctrlkit_worker::{Action, SyncError};
@@ -55,10 +55,27 @@ impl Manager {
     /// through [`event_recorder(reporter)`](Self::event_recorder)
     /// (`reporter` is usually the controller's name, also the field
     /// manager).
+    ///
+    /// On a sharded manager (`--shard-ring`) the children it creates carry
+    /// the slot label ([`child_labeller`](Self::child_labeller)).
     pub fn child_control<C: ChildResource>(&self, reporter: &str) -> Arc<dyn ChildControl<C>> {
         let recorder = self.event_recorder(reporter);
-        let control = KubeChildControl::with_event_recorder(self.client().clone(), recorder);
+        let mut control = KubeChildControl::with_event_recorder(self.client().clone(), recorder);
+        if let Some(labeller) = self.child_labeller() {
+            control = control.with_child_labeller(labeller);
+        }
         Arc::new(control.with_write_gate(Arc::new(self.fence())))
+    }
+
+    /// What a child control of this manager labels the children it creates
+    /// with: on a sharded manager (`--shard-ring`), the slot label
+    /// ([`shard::slot_labeller`](crate::shard::slot_labeller)), so each
+    /// member's child informers receive only their slots' children; `None`
+    /// otherwise. Give it to child controls built by hand
+    /// (`KubeChildControl::with_child_labeller`,
+    /// `KubePodControl::with_child_labeller`).
+    pub fn child_labeller(&self) -> Option<Arc<dyn ChildLabeller>> {
+        self.shard_member().map(|_| crate::shard::slot_labeller())
     }
 
     /// Adds `controller` as a [`Runnable`](super::Runnable) named after it:

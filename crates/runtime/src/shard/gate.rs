@@ -10,22 +10,40 @@ use std::sync::Arc;
 use ctrlkit_informer::{ClientFilter, ObjectKey, controller_ref};
 use ctrlkit_worker::Action;
 use kube::Resource;
+use kube::api::ApiResource;
 
 use super::member::{Attached, ShardMember};
+use super::relabel::Relabel;
 use super::slots::SlotSet;
 use crate::controller::Admission;
 use crate::{Controller, ControllerBuilder, LOW_PRIORITY, Watchable};
 
-/// Sets the client filter of one child informer of a controller; returns
-/// whether it changed.
-pub(crate) type SetChildFilter = Box<dyn Fn(Option<ClientFilter>) -> bool + Send + Sync>;
+/// One child informer of a controller, as its member narrows it.
+pub(crate) struct ChildCache {
+    /// The owned kind, to correct a child's slot label.
+    pub(crate) resource: ApiResource,
+    /// Sets the informer's client filter; returns whether it changed.
+    pub(crate) set_filter: Box<dyn Fn(Option<ClientFilter>) -> bool + Send + Sync>,
+}
 
 /// The child caches' filter for `claims`: the orphans (any owner may adopt
 /// them) and the children whose controller UID hashes into a claimed slot.
-fn children_of(claims: SlotSet) -> ClientFilter {
-    ClientFilter::new(format!("controller in slots {claims}"), move |meta| {
+/// With `relabel`, the server is asked only for the children labelled with
+/// a claimed slot and the unlabelled ones (the filter stays the safety net
+/// for the rest), and a child whose label is wrong is reported for
+/// correction: no other member would see it.
+fn children_of(claims: SlotSet, relabel: Option<(ApiResource, Arc<Relabel>)>) -> ClientFilter {
+    let selector = relabel.is_some().then(|| claims.child_label_selector());
+    let filter = ClientFilter::new(format!("controller in slots {claims}"), move |meta| {
+        if let Some((resource, relabel)) = &relabel {
+            relabel.check(resource, meta);
+        }
         controller_ref(meta).is_none_or(|r| claims.contains_uid(&r.uid))
-    })
+    });
+    match selector {
+        Some(selector) => filter.with_label_selector(selector),
+        None => filter,
+    }
 }
 
 /// The builder's admission seam, answered by the member.
@@ -78,7 +96,7 @@ impl ShardMember {
     pub(crate) fn attach_controller<K: Watchable>(
         &self,
         controller: &Controller<K>,
-        children: Vec<SetChildFilter>,
+        children: Vec<ChildCache>,
     ) {
         let (store, queue) = (controller.store(), controller.queue().clone());
         let counted = controller.store();
@@ -124,15 +142,17 @@ impl ShardMember {
     fn selector_for<K: Watchable>(
         &self,
         informer: ctrlkit_informer::Informer<K>,
-        children: Vec<SetChildFilter>,
+        children: Vec<ChildCache>,
     ) -> Box<dyn Fn(&SlotSet) + Send + Sync> {
         let owners = self.config().filters_server_side();
+        let labels = self.config().sends_child_label_selector();
         let children = match self.config().filters_child_caches() {
             true => children,
             false => Vec::new(),
         };
         let applied = parking_lot::Mutex::new(None::<SlotSet>);
         let lease = self.lease_name().to_owned();
+        let relabel = Arc::clone(&self.inner.relabel);
         Box::new(move |claims| {
             let mut last = applied.lock();
             if *last == Some(*claims) {
@@ -145,9 +165,9 @@ impl ShardMember {
             {
                 tracing::debug!(member = %lease, resource = %informer.resource(), slots = %claims, "owner informer relists for the claimed slots (server-side filtering)");
             }
-            let filter = children_of(*claims);
-            for set in &children {
-                if set(Some(filter.clone())) {
+            for child in &children {
+                let relabel = labels.then(|| (child.resource.clone(), Arc::clone(&relabel)));
+                if (child.set_filter)(Some(children_of(*claims, relabel))) {
                     tracing::debug!(member = %lease, slots = %claims, "child informer relists for the claimed slots (client filter)");
                 }
             }

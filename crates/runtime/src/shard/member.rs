@@ -28,6 +28,7 @@ use super::catch_up::{Caches, CatchUp};
 use super::error::ShardError;
 use super::handover::{Handover, Inputs};
 use super::metrics::{AnomalyLabels, HandoverLabels, MemberLabels, ShardMetrics};
+use super::relabel::{Outcome, Relabel};
 use super::ring::{Anomaly, Claims, Expired, RING_LABEL, RingView, claim_annotations, inspect};
 use super::slots::{SLOTS, SlotSet, slot_of_uid};
 
@@ -43,6 +44,7 @@ pub struct ShardConfig {
     catch_up_timeout: Duration,
     server_side_filtering: bool,
     child_cache_filtering: bool,
+    child_label_selector: bool,
     metrics: Option<ShardMetrics>,
 }
 
@@ -66,6 +68,7 @@ impl ShardConfig {
             catch_up_timeout: Duration::from_secs(3),
             server_side_filtering: true,
             child_cache_filtering: true,
+            child_label_selector: true,
             metrics: None,
         }
     }
@@ -140,7 +143,9 @@ impl ShardConfig {
     /// member claims, plus the orphans (which any owner may adopt); on by
     /// default. The API server cannot select children by their owner
     /// (KEP-5866 hashes only `metadata.uid` and `metadata.namespace`), so
-    /// the informer lists and watches every child and keeps only those
+    /// the informer lists and watches every child (or, with
+    /// [`child_label_selector`](Self::child_label_selector), every child
+    /// labelled with a claimed slot or not labelled) and keeps only those
     /// whose controller `ownerReference` UID hashes into a claimed slot
     /// ([`Informer::set_client_filter`](ctrlkit_informer::Informer::set_client_filter)).
     /// A change of claims restarts the child informers with a fresh list,
@@ -159,6 +164,36 @@ impl ShardConfig {
 
     pub(crate) fn filters_child_caches(&self) -> bool {
         self.child_cache_filtering
+    }
+
+    /// Whether the child informers, when they filter the child caches,
+    /// also send the server a label selector (on by default):
+    /// `ctrlkit.io/shard-slot notin (<slots not claimed>)`
+    /// ([`SLOT_LABEL`](super::SLOT_LABEL),
+    /// [`SlotSet::child_label_selector`]), which selects the children
+    /// labelled with a claimed slot and every child without the label
+    /// (orphans, children created before sharding or by an unlabelled
+    /// child control), so a member receives and decodes only its own
+    /// slots' labelled children instead of every child. The children are
+    /// labelled by the child controls that create them
+    /// ([`slot_labeller`](super::slot_labeller); a sharded
+    /// [`Manager`](crate::Manager)'s child controls do it).
+    ///
+    /// A child whose label does not name its controller's slot (edited by
+    /// hand) or that has no controller but a label (released, or orphaned
+    /// by the garbage collector) is sent only to the member claiming the
+    /// slot its label names; that member corrects the label (set to the
+    /// controller's slot, or removed from an orphan), logs it and counts
+    /// it in [`ShardStats::children_relabelled`], so the child reaches the
+    /// member that syncs its owner. Turn it off if children are written
+    /// by something that does not label them with a labelled child control.
+    pub fn child_label_selector(mut self, on: bool) -> Self {
+        self.child_label_selector = on;
+        self
+    }
+
+    pub(crate) fn sends_child_label_selector(&self) -> bool {
+        self.child_label_selector
     }
 
     /// Records the member's metrics into `metrics`.
@@ -242,6 +277,10 @@ pub struct ShardStats {
     /// and writes or removals of its own Lease by someone else
     /// (`ctrlkit_shard_lease_anomalies_total`).
     pub lease_anomalies: u64,
+    /// Children whose slot label it corrected (edited by hand, or kept
+    /// after they lost their controller;
+    /// `ctrlkit_shard_children_relabelled_total`).
+    pub children_relabelled: u64,
 }
 
 #[derive(Default)]
@@ -253,6 +292,7 @@ struct Counters {
     renew_failures: AtomicU64,
     catch_up_timeouts: AtomicU64,
     lease_anomalies: AtomicU64,
+    children_relabelled: AtomicU64,
     owners_held: AtomicU64,
     members: AtomicU64,
 }
@@ -308,6 +348,8 @@ pub(crate) struct Inner {
     /// The last [`assign`]ment and the members it is for: it only changes
     /// with the members, and the step runs every quarter renew period.
     assignment: Mutex<Option<(Vec<String>, Vec<SlotSet>)>>,
+    /// Children seen with a wrong slot label, to correct.
+    pub(crate) relabel: Arc<Relabel>,
 }
 
 impl Inner {
@@ -340,6 +382,29 @@ impl Inner {
                     reason: anomaly.reason(),
                 })
                 .inc();
+        }
+    }
+
+    /// Logs and counts the correction of a child's slot label.
+    fn relabelled(&self, child: &str, found: &str, want: Option<&str>, outcome: Outcome) {
+        let config = &self.config;
+        let want = want.unwrap_or("(none: no controller)");
+        match outcome {
+            Outcome::Corrected => {
+                tracing::warn!(ring = %config.ring, member = %self.lease_name, %child, found, want, "child's shard slot label did not name its controller's slot (edited by hand, or kept after its owner let it go): corrected");
+                self.counters
+                    .children_relabelled
+                    .fetch_add(1, Ordering::Relaxed);
+                if let Some(m) = &config.metrics {
+                    m.children_relabelled.get_or_create(&self.labels).inc();
+                }
+            }
+            Outcome::Gone => {
+                tracing::debug!(ring = %config.ring, member = %self.lease_name, %child, "child with a wrong shard slot label is gone or was replaced");
+            }
+            Outcome::GaveUp(error) => {
+                tracing::warn!(ring = %config.ring, member = %self.lease_name, %child, found, want, error = &error as &dyn std::error::Error, "cannot correct the child's shard slot label; its next event retries");
+            }
         }
     }
 
@@ -433,6 +498,7 @@ impl ShardMember {
                 leaving: AtomicBool::new(false),
                 reported_edit: Mutex::new(None),
                 assignment: Mutex::new(None),
+                relabel: Arc::default(),
             }),
         })
     }
@@ -478,6 +544,7 @@ impl ShardMember {
             renew_failures: c.renew_failures.load(Ordering::Relaxed),
             catch_up_timeouts: c.catch_up_timeouts.load(Ordering::Relaxed),
             lease_anomalies: c.lease_anomalies.load(Ordering::Relaxed),
+            children_relabelled: c.children_relabelled.load(Ordering::Relaxed),
         }
     }
 
@@ -575,7 +642,7 @@ impl ShardMember {
     pub async fn run(self, client: Client, shutdown: impl Future) -> Result<(), ShardError> {
         let inner = &self.inner;
         let config = &inner.config;
-        let api: Api<Lease> = Api::namespaced(client, &config.namespace);
+        let api: Api<Lease> = Api::namespaced(client.clone(), &config.namespace);
         let informer = Informer::builder(api.clone())
             .watcher_config(
                 watcher::Config::default().labels(&format!("{RING_LABEL}={}", config.ring)),
@@ -599,6 +666,14 @@ impl ShardMember {
         {
             return self.release(&api, tick).await;
         }
+        // Polled beside the protocol's waits (not cancelled by them).
+        let mut relabel = std::pin::pin!(inner.relabel.run(
+            client,
+            tick,
+            |child, found, want, outcome| {
+                inner.relabelled(child, found, want, outcome);
+            }
+        ));
         let mut handover = Handover::default();
         let mut catching_up: Vec<CatchUp> = Vec::new();
         let mut published: Option<(SlotSet, String)> = None;
@@ -656,6 +731,7 @@ impl ShardMember {
                 _ = shutdown.as_mut() => break,
                 _ = inner.wake.notified() => {}
                 _ = tokio::time::sleep(tick) => {}
+                () = &mut relabel => {}
             }
         }
         self.release(&api, tick).await

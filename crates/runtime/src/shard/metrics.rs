@@ -49,6 +49,7 @@ pub(crate) struct AnomalyLabels {
 /// | `ctrlkit_shard_fenced_total` | counter | times the member stopped everything for want of renewals |
 /// | `ctrlkit_shard_invalid_leases` | gauge | ring Leases with unreadable or hand-edited claims |
 /// | `ctrlkit_shard_catch_up_timeouts_total` | counter | gained slots started before the caches caught up with the ring (failed open) |
+/// | `ctrlkit_shard_children_relabelled_total` | counter | children whose slot label did not name their controller's slot (edited by hand, or kept after losing their controller), corrected by this member |
 /// | `ctrlkit_shard_lease_anomalies_total{reason}` | counter | ring Lease versions seen edited by hand or with a skewed clock (`invalid_claims`, `holder_mismatch`, `clock_skew`), the member's own Lease written or removed by someone else (`own_lease_edited`, `own_lease_removed`) |
 #[derive(Clone, Debug, Default)]
 pub struct ShardMetrics {
@@ -63,6 +64,7 @@ pub struct ShardMetrics {
     pub(crate) invalid_leases: Family<MemberLabels, Gauge>,
     pub(crate) catch_up_timeouts: Family<MemberLabels, Counter>,
     pub(crate) lease_anomalies: Family<AnomalyLabels, Counter>,
+    pub(crate) children_relabelled: Family<MemberLabels, Counter>,
 }
 
 impl ShardMetrics {
@@ -116,6 +118,11 @@ impl ShardMetrics {
             "lease_anomalies",
             "Ring Lease versions seen edited by hand, with a skewed clock, or written or removed by someone else",
             m.lease_anomalies.clone(),
+        );
+        r.register(
+            "children_relabelled",
+            "Children whose shard slot label this member corrected",
+            m.children_relabelled.clone(),
         );
         m
     }

@@ -33,7 +33,11 @@
 //!   claimed slots with a KEP-5866 `shardSelector` when the API server
 //!   honours it ([`ShardConfig::server_side_filtering`]); the child caches
 //!   keep only the orphans and the children of owners in the claimed
-//!   slots, filtered on the client ([`ShardConfig::child_cache_filtering`]).
+//!   slots, filtered on the client ([`ShardConfig::child_cache_filtering`]),
+//!   and the child informers ask the server only for the children
+//!   labelled [`SLOT_LABEL`] with a claimed slot plus the unlabelled ones
+//!   ([`ShardConfig::child_label_selector`]; a manager's child controls
+//!   write the label, [`slot_labeller`]).
 //!   Metrics: [`ShardMetrics`].
 //! - **In a manager.** `--shard-ring NAME` on a
 //!   [`Manager`](crate::Manager) runs a member and shards every controller
@@ -68,17 +72,20 @@
 
 mod assign;
 mod catch_up;
+mod child_label;
 mod error;
 mod gate;
 mod handover;
 mod member;
 mod metrics;
+mod relabel;
 mod ring;
 mod slots;
 
 pub use assign::assign;
+pub use child_label::{SLOT_LABEL, slot_label_value, slot_labeller};
 pub use error::ShardError;
-pub(crate) use gate::{SetChildFilter, ShardAdmission};
+pub(crate) use gate::{ChildCache, ShardAdmission};
 pub use member::{ShardConfig, ShardMember, ShardStats};
 pub use metrics::ShardMetrics;
 pub use ring::{CHECK_ANNOTATION, CLAIMS_ANNOTATION, RELEASED_ANNOTATION, RING_LABEL};

@@ -9,7 +9,7 @@ use ctrlkit_informer::{
     BY_CONTROLLER_UID, BY_ORPHAN_LABEL, Informer, ObjectKey, SharedInformerFactory, Transform,
     index_by_controller_uid, index_orphans_by_label,
 };
-use ctrlkit_podcontrol::{KubePodControl, PodControl};
+use ctrlkit_podcontrol::{ChildLabeller, KubePodControl, PodControl};
 use ctrlkit_runtime::manager::{LeaderFence, Manager};
 use ctrlkit_runtime::{Action, ControllerBuilder, Owns};
 use k8s_openapi::api::apps::v1::ReplicaSet;
@@ -34,11 +34,20 @@ struct Writers<O> {
 impl<O: ReplicaOwner> Writers<O> {
     /// Writers through `client`; pod writes also pass `fence`; every event
     /// (pod creates and deletes, warnings) goes through `recorder`.
-    fn kube(client: kube::Client, fence: LeaderFence, recorder: Recorder) -> Self {
+    /// (`labeller`: the sharded manager's slot label on created pods).
+    fn kube(
+        client: kube::Client,
+        fence: LeaderFence,
+        recorder: Recorder,
+        labeller: Option<Arc<dyn ChildLabeller>>,
+    ) -> Self {
         // A created pod is tracked by its identity only (expectations,
         // read-own-writes, the event): its response is not decoded in full.
-        let pods = KubePodControl::with_event_recorder(client.clone(), recorder.clone())
+        let mut pods = KubePodControl::with_event_recorder(client.clone(), recorder.clone())
             .with_created_metadata_only();
+        if let Some(labeller) = labeller {
+            pods = pods.with_child_labeller(labeller);
+        }
         Self {
             pod_control: Arc::new(pods.with_write_gate(Arc::new(fence))),
             owner_client: Arc::new(KubeOwnerClient::new(client)),
@@ -90,7 +99,13 @@ impl<O: ReplicaOwner> Controller<O> {
     pub fn add_to(manager: &mut Manager, mut options: ControllerOptions) -> Result<(), Error> {
         options.namespace = manager.namespace().map(str::to_owned);
         let recorder = manager.event_recorder(O::CONTROLLER_NAME);
-        let writers = Writers::kube(manager.client().clone(), manager.fence(), recorder);
+        let labeller = manager.child_labeller();
+        let writers = Writers::kube(
+            manager.client().clone(),
+            manager.fence(),
+            recorder,
+            labeller,
+        );
         let metrics = ControllerMetrics::register(manager.registry_mut());
         let builder = ctrlkit_runtime::Controller::builder(manager.factory());
         let controller = Self::build(builder, Owns::new(), writers, &options, Some(metrics))?;
@@ -116,7 +131,7 @@ impl<O: ReplicaOwner> Controller<O> {
         let metrics = registry.map(ControllerMetrics::register);
         let builder = ctrlkit_runtime::Controller::builder(factory);
         let recorder = Recorder::new(client.clone(), O::CONTROLLER_NAME);
-        let writers = Writers::kube(client, LeaderFence::unfenced(), recorder);
+        let writers = Writers::kube(client, LeaderFence::unfenced(), recorder, None);
         Self::build(builder, Owns::new(), writers, &options, metrics)
     }
 
