@@ -118,7 +118,10 @@ impl<O: ReplicaOwner> Controller<O> {
     /// `factory`, which shares them with other controllers; the caller
     /// starts the factory (`factory.start()`) after building every
     /// controller. With a `registry`, the controller's metrics are
-    /// registered in it (one registry per controller kind).
+    /// registered in it (one registry per controller kind). A `factory`
+    /// carrying a [`ShardMember`](ctrlkit_runtime::shard::ShardMember)
+    /// extension shards the controller, and its pods are created with
+    /// their owner's slot label, as on a `--shard-ring` manager.
     ///
     /// # Errors
     /// [`Error::Build`] for an empty `options.namespace`.
@@ -131,7 +134,10 @@ impl<O: ReplicaOwner> Controller<O> {
         let metrics = registry.map(ControllerMetrics::register);
         let builder = ctrlkit_runtime::Controller::builder(factory);
         let recorder = Recorder::new(client.clone(), O::CONTROLLER_NAME);
-        let writers = Writers::kube(client, LeaderFence::unfenced(), recorder, None);
+        let labeller = factory
+            .extension::<ctrlkit_runtime::shard::ShardMember>()
+            .map(|_| ctrlkit_runtime::shard::slot_labeller());
+        let writers = Writers::kube(client, LeaderFence::unfenced(), recorder, labeller);
         Self::build(builder, Owns::new(), writers, &options, metrics)
     }
 
