@@ -388,23 +388,30 @@ impl Inner {
     /// Logs and counts the correction of a child's slot label.
     fn relabelled(&self, child: &str, found: &str, want: Option<&str>, outcome: Outcome) {
         let config = &self.config;
-        let want = want.unwrap_or("(none: no controller)");
-        match outcome {
-            Outcome::Corrected => {
-                tracing::warn!(ring = %config.ring, member = %self.lease_name, %child, found, want, "child's shard slot label did not name its controller's slot (edited by hand, or kept after its owner let it go): corrected");
-                self.counters
-                    .children_relabelled
-                    .fetch_add(1, Ordering::Relaxed);
-                if let Some(m) = &config.metrics {
-                    m.children_relabelled.get_or_create(&self.labels).inc();
-                }
+        let (ring, member) = (&config.ring, &self.lease_name);
+        match (outcome, want) {
+            // An orphan keeping its old owner's label is the normal end of
+            // a release; any other wrong label was written by someone.
+            (Outcome::Corrected, None) => {
+                tracing::info!(%ring, %member, %child, found, "orphan kept its former owner's shard slot label: removed");
             }
-            Outcome::Gone => {
-                tracing::debug!(ring = %config.ring, member = %self.lease_name, %child, "child with a wrong shard slot label is gone or was replaced");
+            (Outcome::Corrected, Some(want)) => {
+                tracing::warn!(%ring, %member, %child, found, want, "child's shard slot label did not name its controller's slot (edited by hand?): corrected");
             }
-            Outcome::GaveUp(error) => {
-                tracing::warn!(ring = %config.ring, member = %self.lease_name, %child, found, want, error = &error as &dyn std::error::Error, "cannot correct the child's shard slot label; its next event retries");
+            (Outcome::Gone, _) => {
+                tracing::debug!(%ring, %member, %child, "child with a wrong shard slot label is gone or was replaced");
+                return;
             }
+            (Outcome::GaveUp(error), want) => {
+                tracing::warn!(%ring, %member, %child, found, want, error = &error as &dyn std::error::Error, "cannot correct the child's shard slot label; its next event retries");
+                return;
+            }
+        }
+        self.counters
+            .children_relabelled
+            .fetch_add(1, Ordering::Relaxed);
+        if let Some(m) = &config.metrics {
+            m.children_relabelled.get_or_create(&self.labels).inc();
         }
     }
 
