@@ -634,7 +634,10 @@ async fn three_members_split_600_owners_and_take_over_a_killed_members_without_c
     // by hand). b corrects both, so the orphan reaches every member and
     // the pod its owner's member.
     create("stale", json!({SLOT_LABEL: b_slot}), json!([])).await;
-    create("misplaced", json!({SLOT_LABEL: b_slot}), a_owner).await;
+    create("misplaced", json!({SLOT_LABEL: b_slot}), a_owner.clone()).await;
+    // And an a-owned pod without the label (as created before sharding):
+    // every member is sent it, a labels it.
+    create("bare", json!({}), a_owner).await;
     until("the stale orphan in every pod cache", || {
         members.iter().all(|(_, m)| has(m, "stale"))
     })
@@ -644,13 +647,22 @@ async fn three_members_split_600_owners_and_take_over_a_killed_members_without_c
     })
     .await;
     let label = |pod: Pod| pod.metadata.labels.unwrap_or_default().remove(SLOT_LABEL);
+    // Counted once the patch was answered (a member may see its watch
+    // event before that).
+    until("b's two corrections and a's label counted", || {
+        b.member.stats().children_relabelled == 2 && a.member.stats().children_relabelled == 1
+    })
+    .await;
+    assert!(has(&a, "bare") && !has(&b, "bare") && !has(&c, "bare"));
     assert_eq!(label(pods.get("stale").await.unwrap()), None);
-    assert_eq!(label(pods.get("misplaced").await.unwrap()), Some(a_slot));
-    assert_eq!(b.member.stats().children_relabelled, 2);
-    assert_eq!(a.member.stats().children_relabelled, 0);
+    assert_eq!(
+        label(pods.get("misplaced").await.unwrap()),
+        Some(a_slot.clone())
+    );
+    assert_eq!(label(pods.get("bare").await.unwrap()), Some(a_slot));
     assert_eq!(c.member.stats().children_relabelled, 0);
 
-    let names = ["tagged", "marker", "stale", "misplaced"];
+    let names = ["tagged", "marker", "stale", "misplaced", "bare"];
     for name in names {
         pods.delete(name, &DeleteParams::default()).await.unwrap();
     }

@@ -31,12 +31,13 @@ pub(crate) struct ChildCache {
 /// With `relabel`, the server is asked only for the children labelled with
 /// a claimed slot and the unlabelled ones (the filter stays the safety net
 /// for the rest), and a child whose label is wrong is reported for
-/// correction: no other member would see it.
+/// correction (no other member would see it), as is an unlabelled child of
+/// a claimed owner (so the server can select it from then on).
 fn children_of(claims: SlotSet, relabel: Option<(ApiResource, Arc<Relabel>)>) -> ClientFilter {
     let selector = relabel.is_some().then(|| claims.child_label_selector());
     let filter = ClientFilter::new(format!("controller in slots {claims}"), move |meta| {
         if let Some((resource, relabel)) = &relabel {
-            relabel.check(resource, meta);
+            relabel.check(resource, meta, &claims);
         }
         controller_ref(meta).is_none_or(|r| claims.contains_uid(&r.uid))
     });

@@ -386,10 +386,13 @@ impl Inner {
     }
 
     /// Logs and counts the correction of a child's slot label.
-    fn relabelled(&self, child: &str, found: &str, want: Option<&str>, outcome: Outcome) {
+    fn relabelled(&self, child: &str, found: Option<&str>, want: Option<&str>, outcome: Outcome) {
         let config = &self.config;
         let (ring, member) = (&config.ring, &self.lease_name);
         match (outcome, want) {
+            (Outcome::Corrected, want) if found.is_none() => {
+                tracing::debug!(%ring, %member, %child, want, "child created without the shard slot label: labelled");
+            }
             // An orphan keeping its old owner's label is the normal end of
             // a release; any other wrong label was written by someone.
             (Outcome::Corrected, None) => {

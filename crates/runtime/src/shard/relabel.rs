@@ -19,6 +19,10 @@
 //! child's UID, so it never touches a newer object of the same name; a
 //! child that changed again meanwhile is reported again by its next
 //! event.
+//!
+//! The member holding a child's owner also writes the label on a child
+//! that has none (created before sharding, or by a control without the
+//! labeller), so the server can select it from then on.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -32,6 +36,7 @@ use serde_json::json;
 use tokio::sync::Notify;
 
 use super::child_label::{SLOT_LABEL, slot_label_value};
+use super::slots::SlotSet;
 
 /// At most this many children wait for a correction at once; more are
 /// reported again by their next event or list. Bounds the memory a
@@ -49,8 +54,8 @@ struct Mislabelled {
     namespace: Option<String>,
     name: String,
     uid: String,
-    /// The label it carries.
-    found: String,
+    /// The label it carries, if any.
+    found: Option<String>,
     /// The label it should carry; `None` for an orphan.
     want: Option<String>,
     attempts: u32,
@@ -78,16 +83,23 @@ pub(crate) struct Relabel {
 
 impl Relabel {
     /// Reports the child with `meta` of kind `resource` if its slot label
-    /// does not name its controller's slot (or it has no controller).
-    /// Cheap when the label is right or absent: called on every child
-    /// event a member receives.
-    pub(crate) fn check(&self, resource: &ApiResource, meta: &ObjectMeta) {
-        let Some(found) = meta.labels.as_ref().and_then(|l| l.get(SLOT_LABEL)) else {
-            return;
-        };
-        let want = controller_ref(meta).map(|r| slot_label_value(&r.uid));
-        if want.as_deref() == Some(found.as_str()) {
-            return;
+    /// does not name its controller's slot (or it has no controller), or
+    /// if it has a controller in one of `claims` but no label (created
+    /// before sharding, or by an unlabelled control: every member is sent
+    /// it, and only the one holding its owner writes the label). Cheap
+    /// when the label is right: called on every child event a member
+    /// receives.
+    pub(crate) fn check(&self, resource: &ApiResource, meta: &ObjectMeta, claims: &SlotSet) {
+        let found = meta.labels.as_ref().and_then(|l| l.get(SLOT_LABEL));
+        let controller = controller_ref(meta);
+        let want = controller.map(|r| slot_label_value(&r.uid));
+        match (found, &want) {
+            (Some(found), Some(want)) if found == want => return,
+            (None, None) => return,
+            (None, Some(_)) if !controller.is_some_and(|r| claims.contains_uid(&r.uid)) => {
+                return;
+            }
+            _ => {}
         }
         let (Some(name), Some(uid)) = (&meta.name, &meta.uid) else {
             return;
@@ -104,7 +116,7 @@ impl Relabel {
                     namespace: meta.namespace.clone(),
                     name: name.clone(),
                     uid: uid.clone(),
-                    found: found.clone(),
+                    found: found.cloned(),
                     want,
                     attempts: 0,
                 },
@@ -123,7 +135,7 @@ impl Relabel {
         &self,
         client: Client,
         retry: Duration,
-        done: impl Fn(&str, &str, Option<&str>, Outcome),
+        done: impl Fn(&str, Option<&str>, Option<&str>, Outcome),
     ) {
         loop {
             self.wake.notified().await;
@@ -161,7 +173,7 @@ impl Relabel {
                         Outcome::GaveUp(error)
                     }
                 };
-                done(&key, &child.found, child.want.as_deref(), outcome);
+                done(&key, child.found.as_deref(), child.want.as_deref(), outcome);
             }
             if failed {
                 tokio::time::sleep(retry).await;
@@ -197,7 +209,7 @@ mod tests {
         }
     }
 
-    fn pending(r: &Relabel) -> Vec<(Option<String>, String)> {
+    fn pending(r: &Relabel) -> Vec<(Option<String>, Option<String>)> {
         r.pending
             .lock()
             .values()
@@ -210,19 +222,23 @@ mod tests {
         let r = Relabel::default();
         let pods = ApiResource::erase::<Pod>(&());
         let right = slot_label_value("owner-uid");
-        r.check(&pods, &meta(Some(&right), Some("owner-uid")));
-        r.check(&pods, &meta(None, Some("owner-uid")));
-        r.check(&pods, &meta(None, None));
+        let none = SlotSet::empty();
+        r.check(&pods, &meta(Some(&right), Some("owner-uid")), &none);
+        r.check(&pods, &meta(None, Some("owner-uid")), &none);
+        r.check(&pods, &meta(None, None), &SlotSet::full());
         assert!(
             pending(&r).is_empty(),
-            "right or absent labels are left alone"
+            "right labels, and missing ones of others' owners"
         );
 
         let wrong = ((right.parse::<usize>().unwrap() + 1) % 1024).to_string();
-        r.check(&pods, &meta(Some(&wrong), Some("owner-uid")));
-        assert_eq!(pending(&r), vec![(Some(right.clone()), wrong.clone())]);
+        r.check(&pods, &meta(Some(&wrong), Some("owner-uid")), &none);
+        assert_eq!(
+            pending(&r),
+            vec![(Some(right.clone()), Some(wrong.clone()))]
+        );
         // Reported again (another event): still one correction.
-        r.check(&pods, &meta(Some(&wrong), Some("owner-uid")));
+        r.check(&pods, &meta(Some(&wrong), Some("owner-uid")), &none);
         assert_eq!(pending(&r).len(), 1);
     }
 
@@ -230,7 +246,20 @@ mod tests {
     fn an_orphan_loses_its_label() {
         let r = Relabel::default();
         let pods = ApiResource::erase::<Pod>(&());
-        r.check(&pods, &meta(Some("7"), None));
-        assert_eq!(pending(&r), vec![(None, "7".to_owned())]);
+        r.check(&pods, &meta(Some("7"), None), &SlotSet::empty());
+        assert_eq!(pending(&r), vec![(None, Some("7".to_owned()))]);
+    }
+
+    #[test]
+    fn the_holder_of_its_owner_labels_an_unlabelled_child() {
+        let r = Relabel::default();
+        let pods = ApiResource::erase::<Pod>(&());
+        let mut claims = SlotSet::empty();
+        claims.insert(slot_label_value("owner-uid").parse().unwrap());
+        r.check(&pods, &meta(None, Some("owner-uid")), &claims);
+        assert_eq!(
+            pending(&r),
+            vec![(Some(slot_label_value("owner-uid")), None)]
+        );
     }
 }
