@@ -278,7 +278,8 @@ pub struct ShardStats {
     /// (`ctrlkit_shard_lease_anomalies_total`).
     pub lease_anomalies: u64,
     /// Children whose slot label it corrected (edited by hand, or kept
-    /// after they lost their controller;
+    /// after they lost their controller) or wrote (missing on a child of
+    /// an owner it holds;
     /// `ctrlkit_shard_children_relabelled_total`).
     pub children_relabelled: u64,
 }

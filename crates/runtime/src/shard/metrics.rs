@@ -49,7 +49,7 @@ pub(crate) struct AnomalyLabels {
 /// | `ctrlkit_shard_fenced_total` | counter | times the member stopped everything for want of renewals |
 /// | `ctrlkit_shard_invalid_leases` | gauge | ring Leases with unreadable or hand-edited claims |
 /// | `ctrlkit_shard_catch_up_timeouts_total` | counter | gained slots started before the caches caught up with the ring (failed open) |
-/// | `ctrlkit_shard_children_relabelled_total` | counter | children whose slot label did not name their controller's slot (edited by hand, or kept after losing their controller), corrected by this member |
+/// | `ctrlkit_shard_children_relabelled_total` | counter | children whose slot label did not name their controller's slot (edited by hand, or kept after losing their controller) or was missing, corrected or written by this member |
 /// | `ctrlkit_shard_lease_anomalies_total{reason}` | counter | ring Lease versions seen edited by hand or with a skewed clock (`invalid_claims`, `holder_mismatch`, `clock_skew`), the member's own Lease written or removed by someone else (`own_lease_edited`, `own_lease_removed`) |
 #[derive(Clone, Debug, Default)]
 pub struct ShardMetrics {
@@ -121,7 +121,7 @@ impl ShardMetrics {
         );
         r.register(
             "children_relabelled",
-            "Children whose shard slot label this member corrected",
+            "Children whose shard slot label this member corrected or wrote",
             m.children_relabelled.clone(),
         );
         m
