@@ -35,8 +35,8 @@ use parking_lot::Mutex;
 use serde_json::json;
 use tokio::sync::Notify;
 
-use super::child_label::{SLOT_LABEL, slot_label_value};
-use super::slots::SlotSet;
+use super::child_label::SLOT_LABEL;
+use super::slots::{SlotSet, slot_of_uid};
 
 /// At most this many children wait for a correction at once; more are
 /// reported again by their next event or list. Bounds the memory a
@@ -46,6 +46,18 @@ const MAX_PENDING: usize = 10_000;
 /// Attempts per child before a failing patch is given up (logged); its
 /// next event reports it again.
 const MAX_ATTEMPTS: u32 = 5;
+
+/// Whether `label` is the label value of `slot`, as
+/// [`slot_label_value`](super::slot_label_value) writes it (plain decimal:
+/// the server compares the strings, so `007` is not `7`).
+fn names_slot(label: &str, slot: usize) -> bool {
+    let canonical = label == "0"
+        || label
+            .bytes()
+            .next()
+            .is_some_and(|b| (b'1'..=b'9').contains(&b));
+    canonical && label.parse() == Ok(slot)
+}
 
 /// A child to correct.
 #[derive(Debug)]
@@ -91,16 +103,15 @@ impl Relabel {
     /// receives.
     pub(crate) fn check(&self, resource: &ApiResource, meta: &ObjectMeta, claims: &SlotSet) {
         let found = meta.labels.as_ref().and_then(|l| l.get(SLOT_LABEL));
-        let controller = controller_ref(meta);
-        let want = controller.map(|r| slot_label_value(&r.uid));
-        match (found, &want) {
-            (Some(found), Some(want)) if found == want => return,
+        // Compared as numbers: no allocation for the usual right label.
+        let slot = controller_ref(meta).map(|r| slot_of_uid(&r.uid));
+        match (found, slot) {
+            (Some(found), Some(slot)) if names_slot(found, slot) => return,
             (None, None) => return,
-            (None, Some(_)) if !controller.is_some_and(|r| claims.contains_uid(&r.uid)) => {
-                return;
-            }
+            (None, Some(slot)) if !claims.contains(slot) => return,
             _ => {}
         }
+        let want = slot.map(|slot| slot.to_string());
         let (Some(name), Some(uid)) = (&meta.name, &meta.uid) else {
             return;
         };
@@ -190,6 +201,7 @@ mod tests {
     use k8s_openapi::api::core::v1::Pod;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
+    use super::super::slot_label_value;
     use super::*;
 
     fn meta(label: Option<&str>, owner_uid: Option<&str>) -> ObjectMeta {
@@ -240,6 +252,13 @@ mod tests {
         // Reported again (another event): still one correction.
         r.check(&pods, &meta(Some(&wrong), Some("owner-uid")), &none);
         assert_eq!(pending(&r).len(), 1);
+    }
+
+    #[test]
+    fn only_the_plain_decimal_names_a_slot() {
+        assert!(names_slot("0", 0) && names_slot("7", 7) && names_slot("1023", 1023));
+        assert!(!names_slot("007", 7) && !names_slot("+7", 7) && !names_slot("", 0));
+        assert!(!names_slot("8", 7) && !names_slot("x", 7));
     }
 
     #[test]
