@@ -32,7 +32,9 @@
 //! workload once per entry, back to back on fresh clusters: `1` is one
 //! unsharded replica, `N > 1` is N replicas with `--shard-ring` (1 s
 //! renewals, 3 s leases), timed from when the ring is settled (every slot
-//! held) so ring formation is not counted. Each sharded run also reports,
+//! held) so ring formation is not counted. `1r` is a ring of one member:
+//! the sharding machinery without the split, to tell its cost apart from
+//! that of running several processes. Each sharded run also reports,
 //! per member, its share of the owners (`ctrlkit_shard_owners_held`), its
 //! syncs, peak RSS and CPU; the targets add each share within 33% ± 5%
 //! for 3 members (generally 1/N ± 5 points). The workload:
@@ -359,12 +361,20 @@ fn main() {
     let rs_count = env_usize("CTRLKIT_BENCH_RS", if smoke { 5 } else { 1_000 });
     let replicas = env_usize("CTRLKIT_BENCH_REPLICAS", if smoke { 2 } else { 10 });
     let workers = env_usize("CTRLKIT_BENCH_WORKERS", 5);
-    let members: Vec<usize> = std::env::var("CTRLKIT_BENCH_MEMBERS")
+    // `N` members; `1` is one unsharded replica, `1r` a ring of one member.
+    let members: Vec<(usize, bool)> = std::env::var("CTRLKIT_BENCH_MEMBERS")
         .unwrap_or_else(|_| "1".into())
         .split(',')
-        .map(|m| match m.trim().parse() {
-            Ok(n) if n > 0 => n,
-            _ => panic!("CTRLKIT_BENCH_MEMBERS: {m:?} is not a positive member count"),
+        .map(|m| {
+            let m = m.trim();
+            let (count, ring) = match m.strip_suffix('r') {
+                Some(count) => (count, true),
+                None => (m, false),
+            };
+            match count.parse() {
+                Ok(n) if n > 0 => (n, ring || n > 1),
+                _ => panic!("CTRLKIT_BENCH_MEMBERS: {m:?} is not a positive member count"),
+            }
         })
         .collect();
     let filters: Vec<bool> = std::env::var("CTRLKIT_BENCH_SHARD_FILTER")
@@ -377,11 +387,11 @@ fn main() {
         })
         .collect();
     // One unsharded run per `1`; every filter mode per sharded entry.
-    let runs: Vec<(usize, bool)> = members
+    let runs: Vec<(usize, bool, bool)> = members
         .iter()
-        .flat_map(|&m| match m {
-            1 => vec![(1, true)],
-            _ => filters.iter().map(|&f| (m, f)).collect(),
+        .flat_map(|&(m, ring)| match ring {
+            false => vec![(m, false, true)],
+            true => filters.iter().map(|&f| (m, true, f)).collect(),
         })
         .collect();
     let timeout = Duration::from_secs(env_usize("CTRLKIT_BENCH_TIMEOUT_SECS", 1_800) as u64);
@@ -391,8 +401,8 @@ fn main() {
         .build()
         .unwrap();
     runtime.block_on(async move {
-        for (members, server_side) in runs {
-            let run = run(rs_count, replicas, workers, members, server_side);
+        for (members, sharded, server_side) in runs {
+            let run = run(rs_count, replicas, workers, members, sharded, server_side);
             tokio::time::timeout(timeout, run)
                 .await
                 .expect("scale-out did not converge within CTRLKIT_BENCH_TIMEOUT_SECS");
@@ -422,7 +432,14 @@ async fn ring_settled(controllers: &[Controller]) {
     }
 }
 
-async fn run(rs_count: usize, replicas: usize, workers: usize, members: usize, server_side: bool) {
+async fn run(
+    rs_count: usize,
+    replicas: usize,
+    workers: usize,
+    members: usize,
+    sharded: bool,
+    server_side: bool,
+) {
     let pods = rs_count * replicas;
     // 110 pods per node, as the kubelet's default maxPods, with 10% spare.
     let nodes = (pods * 11 / 10).div_ceil(110).max(1);
@@ -444,7 +461,6 @@ async fn run(rs_count: usize, replicas: usize, workers: usize, members: usize, s
     let api: Api<ReplicaSet> = Api::namespaced(client.clone(), NS);
 
     let before = cluster.requests();
-    let sharded = members > 1;
     let controllers: Vec<Controller> = (0..members)
         .map(|i| {
             let identity = format!("m{i}");
@@ -563,7 +579,7 @@ async fn run(rs_count: usize, replicas: usize, workers: usize, members: usize, s
     let result = json!({
         "bench": "scale_out",
         "members": members,
-        "shard_filter": match (members > 1, server_side) {
+        "shard_filter": match (sharded, server_side) {
             (false, _) => "none",
             (true, true) => "server",
             (true, false) => "client",
