@@ -20,6 +20,7 @@ use crate::error::InformerError;
 use crate::health::{InformerStats, Unhealthy};
 use crate::informer::Informer;
 use crate::scope::ObjectScope;
+use crate::server_versions::ServerVersions;
 
 /// Hands out one shared [`Informer`] per (resource type, API path, label
 /// selector, field selector), so several controllers watching pods share one
@@ -66,6 +67,8 @@ pub struct SharedInformerFactory {
     informers: Mutex<HashMap<Key, Box<dyn Shared>>>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
     extensions: Mutex<HashMap<TypeId, Box<dyn Any + Send + Sync>>>,
+    /// One server, one version clock: shared by every informer created here.
+    versions: ServerVersions,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -137,6 +140,7 @@ impl SharedInformerFactory {
             informers: Mutex::new(HashMap::new()),
             tasks: Mutex::new(Vec::new()),
             extensions: Mutex::new(HashMap::new()),
+            versions: ServerVersions::new(),
         }
     }
 
@@ -179,6 +183,14 @@ impl SharedInformerFactory {
         &self.client
     }
 
+    /// What the factory's informers share about the server's
+    /// resourceVersions (see [`ServerVersions`]); give it to an informer
+    /// of the same server built elsewhere with
+    /// [`InformerBuilder::server_versions`](crate::InformerBuilder::server_versions).
+    pub fn server_versions(&self) -> &ServerVersions {
+        &self.versions
+    }
+
     /// The token that stops this factory's watches.
     pub fn cancellation_token(&self) -> CancellationToken {
         self.cancel.clone()
@@ -206,6 +218,7 @@ impl SharedInformerFactory {
         let informer = Informer::builder(api)
             .watcher_config(config)
             .resync(self.default_resync)
+            .server_versions(self.versions.clone())
             .build();
         informers.insert(key, Box::new(informer.clone()));
         informer

@@ -24,6 +24,7 @@ use crate::health::{Health, InformerStats, Unhealthy};
 use crate::index::IndexFn;
 use crate::key::ObjectKey;
 use crate::list_watch::{ApiSource, ListWatch, Step, consistent_read, selected_list_watch};
+use crate::server_versions::ServerVersions;
 use crate::shard_selector::{ClientFilter, ShardSelectorSupport};
 use crate::store::Store;
 use crate::transform::Transform;
@@ -49,6 +50,8 @@ struct Inner<K> {
     /// keep the order of the changes.
     dispatch: Mutex<Dispatch<K>>,
     started: AtomicBool,
+    /// Shared with the other informers of the same API server.
+    versions: ServerVersions,
 }
 
 type Registered<K> = (HandlerId, Arc<dyn EventHandler<K>>);
@@ -115,6 +118,7 @@ pub struct InformerBuilder<K> {
     indexes: Vec<(String, IndexFn<K>)>,
     handlers: Vec<Arc<dyn EventHandler<K>>>,
     transform: Option<Transform<K>>,
+    versions: Option<ServerVersions>,
 }
 
 impl<K> fmt::Debug for InformerBuilder<K> {
@@ -129,6 +133,7 @@ impl<K> fmt::Debug for InformerBuilder<K> {
             )
             .field("handlers", &self.handlers.len())
             .field("transform", &self.transform.is_some())
+            .field("server_versions", &self.versions.is_some())
             .finish()
     }
 }
@@ -179,6 +184,17 @@ where
         self
     }
 
+    /// Shares `versions` with the other informers watching the same API
+    /// server, so that all of them relist as soon as one finds its
+    /// resourceVersions gone backwards (see [`ServerVersions`]).
+    /// [`SharedInformerFactory`](crate::SharedInformerFactory) does this
+    /// for the informers it creates. Without it the informer finds out
+    /// on its own.
+    pub fn server_versions(mut self, versions: ServerVersions) -> Self {
+        self.versions = Some(versions);
+        self
+    }
+
     /// Builds the informer. Nothing runs until [`Informer::start`] (or
     /// [`Informer::run`]) is called or events are fed by hand.
     pub fn build(self) -> Informer<K> {
@@ -203,6 +219,7 @@ where
                     received: false,
                 }),
                 started: AtomicBool::new(false),
+                versions: self.versions.unwrap_or_default(),
             }),
         };
         for h in self.handlers {
@@ -263,6 +280,7 @@ where
             indexes: Vec::new(),
             handlers: Vec::new(),
             transform: None,
+            versions: None,
         }
     }
 
@@ -633,7 +651,8 @@ where
         self.claim_start()?;
         let this = self.clone();
         let selector = self.inner.store.shard().subscribe();
-        let stream = selected_list_watch(source, config, self.decoder(), selector);
+        let versions = self.inner.versions.clone();
+        let stream = selected_list_watch(source, config, self.decoder(), selector, versions);
         Ok(tokio::spawn(
             async move { this.drive(stream, cancel).await },
         ))
@@ -652,7 +671,8 @@ where
         let (source, config) = self.inner.source.clone().ok_or(InformerError::NoSource)?;
         self.claim_start()?;
         let selector = self.inner.store.shard().subscribe();
-        let stream = selected_list_watch(source, config, self.decoder(), selector);
+        let versions = self.inner.versions.clone();
+        let stream = selected_list_watch(source, config, self.decoder(), selector, versions);
         self.drive(stream, cancel).await;
         Ok(())
     }
@@ -793,11 +813,18 @@ where
                         health.responded();
                         self.inner.store.shard().observe(&sent, echoed.as_deref());
                     }
-                    Some(Ok(Step::VersionsReset)) => {
-                        tracing::warn!(
-                            resource = %self.inner.resource,
-                            "the API server's resourceVersions went backwards (too large resource version); relisting from scratch"
-                        );
+                    Some(Ok(Step::VersionsReset { told })) => {
+                        if told {
+                            tracing::warn!(
+                                resource = %self.inner.resource,
+                                "another informer found the API server's resourceVersions gone backwards; relisting from scratch"
+                            );
+                        } else {
+                            tracing::warn!(
+                                resource = %self.inner.resource,
+                                "the API server's resourceVersions went backwards (too large resource version); relisting from scratch"
+                            );
+                        }
                         self.inner.dispatch.lock().reset_versions = true;
                     }
                     Some(Err(err)) => {

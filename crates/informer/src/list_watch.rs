@@ -10,7 +10,8 @@
 //!   `ResourceVersionTooLarge`: the server's versions went backwards, e.g.
 //!   after a restart on fresh storage) starts over with a fresh list, as
 //!   client-go's reflector does. kube's watcher retries the watch from the
-//!   same resourceVersion for ever and stays blind;
+//!   same resourceVersion for ever and stays blind. Every informer sharing
+//!   its [`ServerVersions`] with the one that saw it relists at once too;
 //! - a watch line that cannot be read at all ends that watch and re-watches
 //!   from the last resourceVersion, so the event is delivered again rather
 //!   than lost.
@@ -38,6 +39,7 @@ use kube::{Api, Client, Resource};
 use crate::consistent::ConsistentRead;
 use crate::decode::{Decoder, ListPage as Page, MaybeDecoded};
 use crate::health::{DEFAULT_WATCH_TIMEOUT, WATCH_IDLE_MARGIN};
+use crate::server_versions::ServerVersions;
 use crate::shard_selector::Narrowing;
 
 /// What the loop hands to the informer.
@@ -49,8 +51,9 @@ pub(crate) enum Step<K> {
     /// bookmark, a watch that ran to its end.
     Alive,
     /// The server's resourceVersions went backwards: the list that follows
-    /// starts a new version history.
-    VersionsReset,
+    /// starts a new version history. `told`: another informer of the same
+    /// server found out (see [`ServerVersions`]), not this one.
+    VersionsReset { told: bool },
     /// A complete list (after `Init` and its `InitApply`s: apply
     /// `InitDone`), made with the shard selector of `generation`.
     ListDone { generation: u64 },
@@ -251,12 +254,15 @@ where
 
 /// [`list_watch`] (with kube's default backoff between errors) with the
 /// shard selector `selector` holds, started over with a fresh list each
-/// time the selector changes.
+/// time the selector changes, and each time another informer sharing
+/// `versions` finds the server's versions gone backwards (at once, even
+/// in the middle of a backoff). When this one finds out, it tells them.
 pub(crate) fn selected_list_watch<K>(
     source: Arc<dyn ListWatch<K>>,
     config: watcher::Config,
     decoder: Decoder<K>,
     selector: tokio::sync::watch::Receiver<(u64, Narrowing)>,
+    versions: ServerVersions,
 ) -> impl Stream<Item = Result<Step<K>, watcher::Error>> + Send
 where
     K: Resource + Send + 'static,
@@ -266,6 +272,7 @@ where
         Item(Option<Result<Step<K>, watcher::Error>>),
         Changed,
         Closed,
+        Told,
     }
     let start = Arc::new(move |shard: ShardQuery, narrowing: Narrowing| -> Steps<K> {
         list_watch(
@@ -277,10 +284,12 @@ where
         .default_backoff()
         .boxed()
     });
+    let resets = versions.subscribe();
     futures::stream::unfold(
-        (selector, None::<Steps<K>>, true),
-        move |(mut rx, mut current, mut open)| {
+        (selector, None::<Steps<K>>, true, resets),
+        move |(mut rx, mut current, mut open, mut resets)| {
             let start = Arc::clone(&start);
+            let versions = versions.clone();
             async move {
                 loop {
                     let stream = match current.as_mut() {
@@ -302,12 +311,29 @@ where
                             Ok(()) => Next::Changed,
                             Err(_) => Next::Closed,
                         },
+                        // `versions` is held here, so this never fails.
+                        Ok(()) = resets.changed() => Next::Told,
                         item = stream.next() => Next::Item(item),
                     };
                     match next {
-                        Next::Item(item) => return item.map(|i| (i, (rx, current, open))),
+                        Next::Item(item) => {
+                            // Told before this stream's backoff, not after.
+                            if let Some(Err(error)) = &item
+                                && versions_went_back(error)
+                            {
+                                versions.reset();
+                                // Relisting already: not told again.
+                                resets.borrow_and_update();
+                            }
+                            return item.map(|i| (i, (rx, current, open, resets)));
+                        }
                         Next::Changed => current = None,
                         Next::Closed => open = false,
+                        Next::Told => {
+                            resets.borrow_and_update();
+                            let told = Ok(Step::VersionsReset { told: true });
+                            return Some((told, (rx, None, open, resets)));
+                        }
                     }
                 }
             }
@@ -328,7 +354,8 @@ where
 {
     match state {
         State::Empty { reset: true } => {
-            (Some(Ok(Step::VersionsReset)), State::Empty { reset: false })
+            let found = Step::VersionsReset { told: false };
+            (Some(Ok(found)), State::Empty { reset: false })
         }
         State::Empty { reset: false } => match config.initial_list_strategy {
             InitialListStrategy::ListWatch => (
@@ -672,6 +699,18 @@ fn api_status(error: &kube::Error) -> Option<&Status> {
 /// needed: `Some(true)` when the server's versions went backwards
 /// ("Too large resource version"), `Some(false)` for 410 Gone (the version
 /// is too old), `None` otherwise.
+/// Whether `error` says the server's versions went backwards.
+fn versions_went_back(error: &watcher::Error) -> bool {
+    let status = match error {
+        watcher::Error::InitialListFailed(error)
+        | watcher::Error::WatchStartFailed(error)
+        | watcher::Error::WatchFailed(error) => api_status(error),
+        watcher::Error::WatchError(status) => Some(&**status),
+        _ => None,
+    };
+    status.is_some_and(is_too_large_resource_version)
+}
+
 fn restart_for(status: &Status) -> Option<bool> {
     if is_too_large_resource_version(status) {
         Some(true)
@@ -861,6 +900,22 @@ mod tests {
         let log = Log::default();
         let informer = Informer::with_source(Arc::new(script), "replicasets.apps".into())
             .watcher_config(config)
+            .handler(log.clone())
+            .build();
+        let cancel = CancellationToken::new();
+        informer.start(cancel.clone()).unwrap();
+        (informer, log, cancel)
+    }
+
+    /// Like [`running`], sharing `versions` and without a watch timeout.
+    fn running_sharing(
+        script: Script,
+        versions: &ServerVersions,
+    ) -> (Informer<ReplicaSet>, Log, CancellationToken) {
+        let log = Log::default();
+        let informer = Informer::with_source(Arc::new(script), "replicasets.apps".into())
+            .watcher_config(watcher::Config::default().timeout(0))
+            .server_versions(versions.clone())
             .handler(log.clone())
             .build();
         let cancel = CancellationToken::new();
@@ -1073,6 +1128,74 @@ mod tests {
             informer.store().has_observed_resource_version("8"),
             Ok(false)
         );
+    }
+
+    /// One clock per server: an informer whose watch the new server
+    /// accepted (blind to everything written below its version) relists
+    /// as soon as another informer sharing its [`ServerVersions`] is told
+    /// "Too large resource version", without waiting for any backoff. An
+    /// informer that does not share them is not told.
+    #[tokio::test(start_paused = true)]
+    async fn informers_sharing_server_versions_relist_together() {
+        let blind = || {
+            let script = Script::default();
+            script.lists.lock().extend([
+                list("905", &[rs("b", "905", "1")]),
+                list("7", &[rs("b", "2", "1"), rs("c", "7", "1")]),
+            ]);
+            // Accepted, and silent.
+            script.watches.lock().push_back(WatchScript::Lines(vec![]));
+            script
+        };
+        let versions = ServerVersions::new();
+        let (script, other) = (blind(), blind());
+        let calls = script.calls.clone();
+        let other_calls = other.calls.clone();
+        let (informer, log, _cancel) = running_sharing(script, &versions);
+        let (apart, _, _cancel_apart) = running(other, watcher::Config::default().timeout(0));
+        until("watching", || {
+            calls.lock().len() == 2 && other_calls.lock().len() == 2
+        })
+        .await;
+
+        let too_large: Status = serde_json::from_str(TOO_LARGE).unwrap();
+        let finder = Script::default();
+        finder
+            .lists
+            .lock()
+            .push_back(list("900", &[rs("x", "900", "1")]));
+        finder
+            .watches
+            .lock()
+            .push_back(WatchScript::Fail(kube::Error::Api(too_large.boxed())));
+        let finder_calls = finder.calls.clone();
+        let (_finder, _, _cancel_finder) = running_sharing(finder, &versions);
+
+        // No clock moves: only the told informer relists; the one that
+        // found out waits for its backoff.
+        until("relisted", || calls.lock().len() == 4).await;
+        assert_eq!(*calls.lock(), ["list", "watch 905", "list", "watch 7"]);
+        assert_eq!(*finder_calls.lock(), ["list", "watch 900"]);
+        assert_eq!(*other_calls.lock(), ["list", "watch 905"]);
+        assert_eq!(versions.resets(), 1);
+        let mut seen = log.take();
+        seen[1..].sort(); // the order within one list is unspecified
+        assert_eq!(
+            seen,
+            [
+                "add b@905 initial=true",
+                "add c@7 initial=false",
+                "update b@905 -> b@2",
+            ]
+        );
+        // The new server's versions are trusted from scratch.
+        assert_eq!(cached(&informer), ["b@2", "c@7"]);
+        assert_eq!(informer.last_sync_resource_version().as_deref(), Some("7"));
+        assert_eq!(
+            informer.store().has_observed_resource_version("8"),
+            Ok(false)
+        );
+        assert_eq!(cached(&apart), ["b@905"]);
     }
 
     #[tokio::test(start_paused = true)]
