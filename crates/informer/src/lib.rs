@@ -96,7 +96,12 @@
 //! bound — [`DEFAULT_WATCH_HEALTH_BOUND`] explains the default. A watch
 //! answered with "Too large resource version" (the server's versions went
 //! backwards, e.g. after it restarted on fresh storage) or 410 Gone starts
-//! over with a fresh list, as client-go's reflector does.
+//! over with a fresh list, as client-go's reflector does. A resourceVersion
+//! is one clock for the whole server, so the informers of one
+//! [`SharedInformerFactory`] share a [`ServerVersions`]: the first to find
+//! the versions gone backwards makes every other one relist at once too,
+//! including one whose watch the new server accepted and that would
+//! otherwise stay blind.
 //!
 //! # Controller references
 //!
