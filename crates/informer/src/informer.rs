@@ -43,7 +43,9 @@ struct Inner<K> {
     resource: String,
     health: Health,
     resync: Option<Duration>,
-    handlers: RwLock<Vec<Registered<K>>>,
+    /// Copied on (rare) registration changes, so each notification takes
+    /// the list with a reference count instead of copying it.
+    handlers: RwLock<Arc<Vec<Registered<K>>>>,
     next_handler: AtomicU64,
     /// Serialises applying changes and notifying handlers, so notifications
     /// keep the order of the changes.
@@ -67,7 +69,14 @@ struct Dispatch<K> {
     /// Whether any event has been applied; a transform set afterwards would
     /// leave the cache half transformed.
     received: bool,
+    /// The notifications of the event being applied: kept between events
+    /// (empty) so that applying one allocates no list.
+    notes: Vec<Notification<K>>,
 }
+
+/// Longest notification list kept for the next event; a relist's can be
+/// as long as the cache, and is dropped.
+const KEPT_NOTES: usize = 16;
 
 /// A list in progress.
 struct Listing<K> {
@@ -193,7 +202,7 @@ where
                 resource,
                 health: Health::new(),
                 resync: self.resync,
-                handlers: RwLock::new(Vec::new()),
+                handlers: RwLock::new(Arc::new(Vec::new())),
                 next_handler: AtomicU64::new(0),
                 dispatch: Mutex::new(Dispatch {
                     listing: None,
@@ -201,6 +210,7 @@ where
                     listed_once: false,
                     transform: self.transform,
                     received: false,
+                    notes: Vec::new(),
                 }),
                 started: AtomicBool::new(false),
             }),
@@ -345,7 +355,7 @@ where
         for obj in existing {
             deliver(id, &*handler, &Notification::Add(obj, true));
         }
-        self.inner.handlers.write().push((id, handler));
+        Arc::make_mut(&mut *self.inner.handlers.write()).push((id, handler));
         id
     }
 
@@ -354,6 +364,7 @@ where
     pub fn remove_event_handler(&self, id: HandlerId) -> bool {
         let _dispatch = self.inner.dispatch.lock();
         let mut handlers = self.inner.handlers.write();
+        let handlers = Arc::make_mut(&mut *handlers);
         let before = handlers.len();
         handlers.retain(|(h, _)| *h != id);
         handlers.len() != before
@@ -484,7 +495,7 @@ where
         let mut dispatch = self.inner.dispatch.lock();
         dispatch.received = true;
         let shard = self.inner.store.shard();
-        let mut notes = Vec::new();
+        let mut notes = std::mem::take(&mut dispatch.notes);
         let mut synced_now = false;
         match event {
             Event::Init => dispatch.listing = Some(Listing::default()),
@@ -576,6 +587,10 @@ where
         if synced_now {
             self.inner.store.mark_synced();
         }
+        if notes.capacity() <= KEPT_NOTES {
+            notes.clear();
+            dispatch.notes = notes;
+        }
         drop(dispatch);
     }
 
@@ -615,9 +630,9 @@ where
         if notes.is_empty() {
             return;
         }
-        let handlers = self.inner.handlers.read().clone();
+        let handlers = Arc::clone(&*self.inner.handlers.read());
         for note in notes {
-            for (id, handler) in &handlers {
+            for (id, handler) in handlers.iter() {
                 deliver(*id, &**handler, note);
             }
         }
