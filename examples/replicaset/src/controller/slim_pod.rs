@@ -4,6 +4,7 @@
 //!
 //! [`ControllerOptions::slim_pod_cache`]: crate::ControllerOptions::slim_pod_cache
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -12,7 +13,9 @@ use k8s_openapi::api::core::v1::{
     Container, ContainerStatus, Pod, PodCondition, PodSpec, PodStatus,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
-use serde::de::{IgnoredAny, MapAccess, Visitor};
+use k8s_openapi::jiff::Timestamp;
+use serde::de::value::StrDeserializer;
+use serde::de::{IgnoredAny, IntoDeserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
 use ctrlkit_podcontrol::ranking::POD_DELETION_COST_ANNOTATION;
@@ -152,18 +155,112 @@ struct SlimStatus {
     phase: Option<String>,
     reason: Option<String>,
     message: Option<String>,
-    conditions: Option<Vec<SlimCondition>>,
+    #[serde(default, deserialize_with = "ready_condition_only")]
+    conditions: Option<Vec<PodCondition>>,
     container_statuses: Option<Vec<SlimContainerStatus>>,
     init_container_statuses: Option<Vec<SlimContainerStatus>>,
 }
 
+/// One pod condition as the JSON has it, its strings borrowed: only the
+/// `Ready` condition is kept, and only its strings are copied and its
+/// time parsed.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct SlimCondition {
-    #[serde(rename = "type")]
-    type_: Option<String>,
-    status: Option<String>,
-    last_transition_time: Option<Time>,
+struct AnyCondition<'a> {
+    #[serde(rename = "type", borrow)]
+    type_: Option<JsonStr<'a>>,
+    #[serde(borrow)]
+    status: Option<JsonStr<'a>>,
+    #[serde(borrow)]
+    last_transition_time: Option<JsonStr<'a>>,
+}
+
+/// A JSON string, borrowed from the text unless it has escapes.
+struct JsonStr<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for JsonStr<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Text;
+
+        impl<'de> Visitor<'de> for Text {
+            type Value = Cow<'de, str>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Cow::Borrowed(v))
+            }
+
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Cow::Owned(v.to_owned()))
+            }
+
+            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Cow::Owned(v))
+            }
+        }
+
+        deserializer.deserialize_str(Text).map(JsonStr)
+    }
+}
+
+/// The pod's conditions as [`slim_pod`] keeps them: the `Ready` condition
+/// with its type, status and `lastTransitionTime`. The others (a pod
+/// has four or five, each with a time) are read without allocating or
+/// parsing their times.
+fn ready_condition_only<'de, D>(deserializer: D) -> Result<Option<Vec<PodCondition>>, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    struct ReadyOnly;
+
+    impl<'de> Visitor<'de> for ReadyOnly {
+        type Value = Option<Vec<PodCondition>>;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a list of pod conditions")
+        }
+
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_none<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_seq(self)
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let mut kept = Vec::new();
+            while let Some(c) = seq.next_element::<AnyCondition<'de>>()? {
+                if c.type_.as_ref().is_none_or(|t| t.0 != "Ready") {
+                    continue;
+                }
+                let last_transition_time = match c.last_transition_time {
+                    // The parser `Time`'s own decoding uses.
+                    Some(t) => {
+                        let text: StrDeserializer<'_, A::Error> = t.0.as_ref().into_deserializer();
+                        Some(Time(Timestamp::deserialize(text)?))
+                    }
+                    None => None,
+                };
+                kept.push(PodCondition {
+                    type_: c.type_.map(|t| t.0.into_owned()).unwrap_or_default(),
+                    status: c.status.map(|s| s.0.into_owned()).unwrap_or_default(),
+                    last_transition_time,
+                    ..PodCondition::default()
+                });
+            }
+            Ok(Some(kept))
+        }
+    }
+
+    deserializer.deserialize_option(ReadyOnly)
 }
 
 #[derive(Deserialize)]
@@ -239,18 +336,7 @@ impl From<SlimPodJson> for Pod {
                 phase: status.phase,
                 reason: status.reason,
                 message: status.message,
-                conditions: status.conditions.map(|conditions| {
-                    conditions
-                        .into_iter()
-                        .filter(|c| c.type_.as_deref() == Some("Ready"))
-                        .map(|c| PodCondition {
-                            type_: c.type_.unwrap_or_default(),
-                            status: c.status.unwrap_or_default(),
-                            last_transition_time: c.last_transition_time,
-                            ..PodCondition::default()
-                        })
-                        .collect()
-                }),
+                conditions: status.conditions,
                 container_statuses: status.container_statuses.map(slim_statuses),
                 init_container_statuses: status.init_container_statuses.map(slim_statuses),
                 ..PodStatus::default()
