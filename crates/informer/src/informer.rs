@@ -686,7 +686,7 @@ where
         S: Stream<Item = Result<Event<K>, watcher::Error>> + Send,
     {
         self.claim_start()?;
-        let steps = stream.map(|event| event.map(|e| Step::Event(lift_event(e))));
+        let steps = stream.map(|event| event.map(|e| Step::event(lift_event(e))));
         self.drive(steps, cancel).await;
         Ok(())
     }
@@ -796,7 +796,7 @@ where
                 step = stream.next() => match step {
                     Some(Ok(Step::Event(event))) => {
                         health.responded();
-                        self.apply_maybe_decoded(event);
+                        self.apply_maybe_decoded(*event);
                     }
                     Some(Ok(Step::Alive)) => health.responded(),
                     Some(Ok(Step::ListDone { generation })) => {

@@ -52,9 +52,12 @@ pub fn slim_pod(pod: &mut Pod) {
             meta.annotations = None;
         }
     }
-    pod.spec = pod.spec.take().map(|spec| PodSpec {
-        node_name: spec.node_name,
-        init_containers: spec.init_containers.map(|init| {
+    // Rebuilt in place: the spec and status are large structs, and this
+    // runs on every pod the informer applies (already slim when decoded
+    // as `SlimPodJson`).
+    if let Some(spec) = pod.spec.as_mut() {
+        let node_name = spec.node_name.take();
+        let init_containers = spec.init_containers.take().map(|init| {
             init.into_iter()
                 .filter(|c| c.restart_policy.as_deref() == Some("Always"))
                 .map(|c| Container {
@@ -63,14 +66,15 @@ pub fn slim_pod(pod: &mut Pod) {
                     ..Container::default()
                 })
                 .collect()
-        }),
-        ..PodSpec::default()
-    });
-    pod.status = pod.status.take().map(|status| PodStatus {
-        phase: status.phase,
-        reason: status.reason,
-        message: status.message,
-        conditions: status.conditions.map(|conditions| {
+        });
+        *spec = PodSpec {
+            node_name,
+            init_containers,
+            ..PodSpec::default()
+        };
+    }
+    if let Some(status) = pod.status.as_mut() {
+        let conditions = status.conditions.take().map(|conditions| {
             conditions
                 .into_iter()
                 .filter(|c| c.type_ == "Ready")
@@ -81,11 +85,17 @@ pub fn slim_pod(pod: &mut Pod) {
                     ..PodCondition::default()
                 })
                 .collect()
-        }),
-        container_statuses: status.container_statuses.map(restarts_only),
-        init_container_statuses: status.init_container_statuses.map(restarts_only),
-        ..PodStatus::default()
-    });
+        });
+        *status = PodStatus {
+            phase: status.phase.take(),
+            reason: status.reason.take(),
+            message: status.message.take(),
+            conditions,
+            container_statuses: status.container_statuses.take().map(restarts_only),
+            init_container_statuses: status.init_container_statuses.take().map(restarts_only),
+            ..PodStatus::default()
+        };
+    }
 }
 
 fn restarts_only(statuses: Vec<ContainerStatus>) -> Vec<ContainerStatus> {
