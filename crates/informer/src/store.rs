@@ -513,10 +513,7 @@ impl<K: Resource> State<K> {
     }
 
     fn insert(&mut self, key: &ObjectKey, obj: Arc<K>) -> Option<Arc<K>> {
-        let names = self
-            .objects
-            .entry_ref(key.namespace.as_str())
-            .or_default();
+        let names = self.objects.entry_ref(key.namespace.as_str()).or_default();
         // An update (the common case) replaces the object in place: the
         // name is copied only for a new entry.
         let old = match names.get_mut(key.name.as_str()) {
