@@ -493,6 +493,42 @@ mod tests {
     }
 
     #[test]
+    fn only_the_ready_condition_is_kept_however_its_strings_are_written() {
+        // Several conditions, the Ready one among them with every field.
+        let mut pod = full_pod_json();
+        pod["status"]["conditions"] = json!([
+            {"type": "Initialized", "status": "True", "lastTransitionTime": "2026-01-01T00:00:01Z"},
+            {"type": "Ready", "status": "False", "lastTransitionTime": "2026-01-01T00:00:02Z",
+             "lastProbeTime": null, "reason": "ContainersNotReady", "message": "m"},
+            {"type": "ContainersReady", "status": "True"}
+        ]);
+        assert_shape_decodes_as_slimmed(&pod);
+
+        // Escaped strings are read like plain ones; a condition the slim
+        // pod drops is not parsed, so its bad time does not matter.
+        let text = r#"{"metadata": {"name": "p"}, "status": {"conditions": [
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": "not a time"},
+            {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:05Z"}
+        ]}}"#;
+        let ctrlkit_informer::MaybeDecoded::Decoded(slim) = slim_pod_transform().decode(text)
+        else {
+            panic!("undecodable")
+        };
+        assert!(is_pod_ready(&slim));
+        assert_eq!(
+            pod_ready_time(&slim),
+            Some("2026-01-01T00:00:05Z".parse::<Timestamp>().unwrap())
+        );
+        assert_eq!(slim.status.unwrap().conditions.map(|c| c.len()), Some(1));
+        // A bad time on the Ready condition still makes the pod undecodable.
+        let bad = text.replace("2026-01-01T00:00:05Z", "soon");
+        assert!(matches!(
+            slim_pod_transform().decode(&bad),
+            ctrlkit_informer::MaybeDecoded::Undecodable(_)
+        ));
+    }
+
+    #[test]
     fn the_slim_shape_skips_what_it_drops_even_when_a_full_pod_would_not_decode() {
         // A value the full pod refuses, in a field the slim pod drops.
         let mut pod = full_pod_json();
