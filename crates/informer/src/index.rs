@@ -61,14 +61,25 @@ pub fn index_by_controller_uid<K: Resource>(obj: &K) -> Vec<String> {
 /// The [`BY_CONTROLLER_UID`] key of objects in `namespace` controlled by the
 /// owner with UID `owner_uid`: `namespace/owner_uid`.
 pub fn controller_index_key(namespace: &str, owner_uid: &str) -> String {
-    format!("{namespace}/{owner_uid}")
+    concat_key(&[namespace, "/", owner_uid])
 }
 
 /// The [`BY_CONTROLLER_UID`] key of objects in `namespace` that have no
 /// controller: `namespace/` (the controller key with an empty UID, which no
 /// real owner has).
 pub fn orphan_index_key(namespace: &str) -> String {
-    format!("{namespace}/")
+    concat_key(&[namespace, "/"])
+}
+
+/// `parts` joined into one string allocated at its final size: index keys
+/// are built on every change an informer applies, where `format!`'s
+/// machinery costs more than the copying.
+pub(crate) fn concat_key(parts: &[&str]) -> String {
+    let mut key = String::with_capacity(parts.iter().map(|p| p.len()).sum());
+    for part in parts {
+        key.push_str(part);
+    }
+    key
 }
 
 /// The objects under one index key, by object key. The index holds the
@@ -106,20 +117,50 @@ impl<K> Index<K> {
 
     pub(crate) fn insert(&mut self, key: &ObjectKey, obj: &Arc<K>) {
         for k in self.keys_of(obj) {
-            self.entries
-                .entry(k)
-                .or_default()
-                .insert(key.clone(), Arc::clone(obj));
+            self.upsert(k, key, obj);
         }
     }
 
     pub(crate) fn remove(&mut self, key: &ObjectKey, obj: &K) {
         for k in self.keys_of(obj) {
-            if let Some(set) = self.entries.get_mut(&k) {
-                set.remove(key);
-                if set.is_empty() {
-                    self.entries.remove(&k);
-                }
+            self.remove_entry(&k, key);
+        }
+    }
+
+    /// Re-indexes the object under `key` after it changed from `old` to
+    /// `new`. Under the index keys both versions have (most updates change
+    /// no indexed value: a pod keeps its controller) the entry stays where
+    /// it is and only its object is replaced; the object leaves the keys
+    /// only `old` had and joins those only `new` has.
+    pub(crate) fn update(&mut self, key: &ObjectKey, old: &K, new: &Arc<K>) {
+        let new_keys = self.keys_of(new);
+        for k in self.keys_of(old) {
+            if !new_keys.contains(&k) {
+                self.remove_entry(&k, key);
+            }
+        }
+        for k in new_keys {
+            self.upsert(k, key, new);
+        }
+    }
+
+    /// Lists `obj` under `index_key`, replacing the object an entry for
+    /// `key` held there; the key is copied only for a new entry.
+    fn upsert(&mut self, index_key: String, key: &ObjectKey, obj: &Arc<K>) {
+        let bucket = self.entries.entry(index_key).or_default();
+        match bucket.get_mut(key) {
+            Some(slot) => *slot = Arc::clone(obj),
+            None => {
+                bucket.insert(key.clone(), Arc::clone(obj));
+            }
+        }
+    }
+
+    fn remove_entry(&mut self, index_key: &str, key: &ObjectKey) {
+        if let Some(bucket) = self.entries.get_mut(index_key) {
+            bucket.remove(key);
+            if bucket.is_empty() {
+                self.entries.remove(index_key);
             }
         }
     }
@@ -178,6 +219,17 @@ mod tests {
     fn a_controller_reference_without_uid_is_neither_owned_nor_orphan() {
         let p = pod("ns", vec![owner("", Some(true))]);
         assert!(index_by_controller_uid(&p).is_empty());
+    }
+
+    #[test]
+    fn key_formats() {
+        assert_eq!(controller_index_key("ns", "uid-1"), "ns/uid-1");
+        assert_eq!(orphan_index_key("ns"), "ns/");
+        assert_eq!(orphan_index_key(""), "/");
+        assert_eq!(
+            crate::orphan_label_index_key("ns", "app", "web"),
+            "ns/app=web"
+        );
     }
 
     #[test]

@@ -44,7 +44,9 @@ struct Inner<K> {
     resource: String,
     health: Health,
     resync: Option<Duration>,
-    handlers: RwLock<Vec<Registered<K>>>,
+    /// Copied on (rare) registration changes, so each notification takes
+    /// the list with a reference count instead of copying it.
+    handlers: RwLock<Arc<Vec<Registered<K>>>>,
     next_handler: AtomicU64,
     /// Serialises applying changes and notifying handlers, so notifications
     /// keep the order of the changes.
@@ -70,7 +72,14 @@ struct Dispatch<K> {
     /// Whether any event has been applied; a transform set afterwards would
     /// leave the cache half transformed.
     received: bool,
+    /// The notifications of the event being applied: kept between events
+    /// (empty) so that applying one allocates no list.
+    notes: Vec<Notification<K>>,
 }
+
+/// Longest notification list kept for the next event; a relist's can be
+/// as long as the cache, and is dropped.
+const KEPT_NOTES: usize = 16;
 
 /// A list in progress.
 struct Listing<K> {
@@ -209,7 +218,7 @@ where
                 resource,
                 health: Health::new(),
                 resync: self.resync,
-                handlers: RwLock::new(Vec::new()),
+                handlers: RwLock::new(Arc::new(Vec::new())),
                 next_handler: AtomicU64::new(0),
                 dispatch: Mutex::new(Dispatch {
                     listing: None,
@@ -217,6 +226,7 @@ where
                     listed_once: false,
                     transform: self.transform,
                     received: false,
+                    notes: Vec::new(),
                 }),
                 started: AtomicBool::new(false),
                 versions: self.versions.unwrap_or_default(),
@@ -363,7 +373,7 @@ where
         for obj in existing {
             deliver(id, &*handler, &Notification::Add(obj, true));
         }
-        self.inner.handlers.write().push((id, handler));
+        Arc::make_mut(&mut *self.inner.handlers.write()).push((id, handler));
         id
     }
 
@@ -372,6 +382,7 @@ where
     pub fn remove_event_handler(&self, id: HandlerId) -> bool {
         let _dispatch = self.inner.dispatch.lock();
         let mut handlers = self.inner.handlers.write();
+        let handlers = Arc::make_mut(&mut *handlers);
         let before = handlers.len();
         handlers.retain(|(h, _)| *h != id);
         handlers.len() != before
@@ -502,7 +513,7 @@ where
         let mut dispatch = self.inner.dispatch.lock();
         dispatch.received = true;
         let shard = self.inner.store.shard();
-        let mut notes = Vec::new();
+        let mut notes = std::mem::take(&mut dispatch.notes);
         let mut synced_now = false;
         match event {
             Event::Init => dispatch.listing = Some(Listing::default()),
@@ -594,6 +605,10 @@ where
         if synced_now {
             self.inner.store.mark_synced();
         }
+        if notes.capacity() <= KEPT_NOTES {
+            notes.clear();
+            dispatch.notes = notes;
+        }
         drop(dispatch);
     }
 
@@ -633,9 +648,9 @@ where
         if notes.is_empty() {
             return;
         }
-        let handlers = self.inner.handlers.read().clone();
+        let handlers = Arc::clone(&*self.inner.handlers.read());
         for note in notes {
-            for (id, handler) in &handlers {
+            for (id, handler) in handlers.iter() {
                 deliver(*id, &**handler, note);
             }
         }
@@ -691,7 +706,7 @@ where
         S: Stream<Item = Result<Event<K>, watcher::Error>> + Send,
     {
         self.claim_start()?;
-        let steps = stream.map(|event| event.map(|e| Step::Event(lift_event(e))));
+        let steps = stream.map(|event| event.map(|e| Step::event(lift_event(e))));
         self.drive(steps, cancel).await;
         Ok(())
     }
@@ -801,7 +816,7 @@ where
                 step = stream.next() => match step {
                     Some(Ok(Step::Event(event))) => {
                         health.responded();
-                        self.apply_maybe_decoded(event);
+                        self.apply_maybe_decoded(*event);
                     }
                     Some(Ok(Step::Alive)) => health.responded(),
                     Some(Ok(Step::ListDone { generation })) => {

@@ -45,8 +45,10 @@ use crate::shard_selector::Narrowing;
 /// What the loop hands to the informer.
 #[derive(Debug)]
 pub(crate) enum Step<K> {
-    /// A change to apply (or the markers of a list).
-    Event(Event<MaybeDecoded<K>>),
+    /// A change to apply (or the markers of a list). Boxed: an object is
+    /// large (a `Pod` is over a kilobyte), and each stream layer between
+    /// here and the informer would move it again.
+    Event(Box<Event<MaybeDecoded<K>>>),
     /// A successful response with nothing to apply: a list page, a
     /// bookmark, a watch that ran to its end.
     Alive,
@@ -63,6 +65,12 @@ pub(crate) enum Step<K> {
         sent: String,
         echoed: Option<String>,
     },
+}
+
+impl<K> Step<K> {
+    pub(crate) fn event(event: Event<MaybeDecoded<K>>) -> Self {
+        Self::Event(Box::new(event))
+    }
 }
 
 /// The shard selector (KEP-5866) a list/watch sends, with the generation
@@ -359,7 +367,7 @@ where
         }
         State::Empty { reset: false } => match config.initial_list_strategy {
             InitialListStrategy::ListWatch => (
-                Some(Ok(Step::Event(Event::Init))),
+                Some(Ok(Step::event(Event::Init))),
                 State::Listing {
                     continue_token: None,
                     resource_version: None,
@@ -377,7 +385,7 @@ where
                     .await
                 {
                     Ok(lines) => (
-                        Some(Ok(Step::Event(Event::Init))),
+                        Some(Ok(Step::event(Event::Init))),
                         State::InitialWatch { lines },
                     ),
                     Err(error) => (
@@ -398,7 +406,7 @@ where
                     resource_version,
                     items,
                 };
-                return (Some(Ok(Step::Event(Event::InitApply(item)))), next);
+                return (Some(Ok(Step::event(Event::InitApply(item)))), next);
             }
             if continue_token.is_none()
                 && let Some(resource_version) = resource_version
@@ -444,7 +452,7 @@ where
         }
         State::InitialWatch { mut lines } => match next_line(&mut lines, config.timeout).await {
             Line::Event(WatchEvent::Added(obj) | WatchEvent::Modified(obj)) => (
-                Some(Ok(Step::Event(Event::InitApply(obj)))),
+                Some(Ok(Step::event(Event::InitApply(obj)))),
                 State::InitialWatch { lines },
             ),
             Line::Event(WatchEvent::Deleted(_)) => {
@@ -579,7 +587,7 @@ fn watched<K: Resource>(
         .filter(|rv| !rv.is_empty())
     {
         Some(resource_version) => (
-            Some(Ok(Step::Event(event(obj)))),
+            Some(Ok(Step::event(event(obj)))),
             State::Watching {
                 resource_version,
                 lines,

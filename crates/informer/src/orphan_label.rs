@@ -14,6 +14,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 
 use crate::controller_ref::is_orphan;
+use crate::index::concat_key;
 
 /// Name of the index built by [`index_orphans_by_label`].
 pub const BY_ORPHAN_LABEL: &str = "by-orphan-label";
@@ -46,7 +47,7 @@ pub fn index_orphans_by_label<K: Resource>(obj: &K) -> Vec<String> {
 /// Distinct labels of valid objects give distinct keys, because namespaces
 /// contain no `/` and label keys no `=`.
 pub fn orphan_label_index_key(namespace: &str, key: &str, value: &str) -> String {
-    format!("{namespace}/{key}={value}")
+    concat_key(&[namespace, "/", key, "=", value])
 }
 
 /// Whether `meta` is an orphan in `namespace` carrying every `(key, value)`

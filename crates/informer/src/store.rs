@@ -513,16 +513,17 @@ impl<K: Resource> State<K> {
     }
 
     fn insert(&mut self, key: &ObjectKey, obj: Arc<K>) -> Option<Arc<K>> {
-        let old = self
-            .objects
-            .entry_ref(key.namespace.as_str())
-            .or_default()
-            .insert(key.name.clone(), obj.clone());
+        let names = self.objects.entry_ref(key.namespace.as_str()).or_default();
+        // An update (the common case) replaces the object in place: the
+        // name is copied only for a new entry.
+        let old = match names.get_mut(key.name.as_str()) {
+            Some(slot) => Some(std::mem::replace(slot, Arc::clone(&obj))),
+            None => names.insert(key.name.clone(), Arc::clone(&obj)),
+        };
         match &old {
             Some(old) => {
                 for index in self.indexes.values_mut() {
-                    index.remove(key, old);
-                    index.insert(key, &obj);
+                    index.update(key, old, &obj);
                 }
             }
             None => {

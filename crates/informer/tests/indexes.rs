@@ -110,6 +110,74 @@ fn indexes_follow_adds_updates_deletes_and_moves_between_keys() {
     assert_eq!(keys, expected);
 }
 
+/// The resourceVersions of the objects under `key`, sorted.
+fn versions(store: &Store<Pod>, index: &str, key: &str) -> Vec<String> {
+    let mut rvs: Vec<String> = store
+        .by_index(index, key)
+        .unwrap()
+        .iter()
+        .map(|p| p.metadata.resource_version.clone().unwrap())
+        .collect();
+    rvs.sort();
+    rvs
+}
+
+/// Index function: each label as `key=value` (several keys per object).
+fn by_label(p: &Pod) -> Vec<String> {
+    p.metadata
+        .labels
+        .iter()
+        .flatten()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect()
+}
+
+#[test]
+fn updates_that_keep_some_index_keys_serve_the_new_version_under_every_key() {
+    let inf = Informer::<Pod>::manual()
+        .index(BY_CONTROLLER_UID, index_by_controller_uid)
+        .index("by-label", by_label)
+        .build();
+    let store = inf.store();
+    let rs1 = controller_index_key("ns", "rs1");
+    inf.apply_event(Event::Apply(labelled(
+        owned_pod("ns", "a", "ua", "1", "rs1"),
+        &[("x", "1"), ("y", "2")],
+    )));
+    inf.apply_event(Event::Apply(owned_pod("ns", "b", "ub", "2", "rs1")));
+
+    // The controller stays (the common update): the entry now holds the
+    // new version. One label stays, one goes, one comes.
+    inf.apply_event(Event::Apply(labelled(
+        owned_pod("ns", "a", "ua", "3", "rs1"),
+        &[("y", "2"), ("z", "3")],
+    )));
+    assert_eq!(versions(&store, BY_CONTROLLER_UID, &rs1), ["2", "3"]);
+    assert!(versions(&store, "by-label", "x=1").is_empty());
+    assert_eq!(versions(&store, "by-label", "y=2"), ["3"]);
+    assert_eq!(versions(&store, "by-label", "z=3"), ["3"]);
+    let mut keys = store.index_keys("by-label").unwrap();
+    keys.sort();
+    assert_eq!(keys, ["y=2", "z=3"]);
+
+    // A relist that changes the version but no index value.
+    inf.apply_event(Event::Init);
+    inf.apply_event(Event::InitApply(labelled(
+        owned_pod("ns", "a", "ua", "4", "rs1"),
+        &[("y", "2"), ("z", "3")],
+    )));
+    inf.apply_event(Event::InitApply(owned_pod("ns", "b", "ub", "2", "rs1")));
+    inf.apply_event(Event::InitDone);
+    assert_eq!(versions(&store, BY_CONTROLLER_UID, &rs1), ["2", "4"]);
+    assert_eq!(versions(&store, "by-label", "y=2"), ["4"]);
+
+    // Deleted: gone from every key, and the keys with it.
+    inf.apply_event(Event::Delete(owned_pod("ns", "a", "ua", "5", "rs1")));
+    inf.apply_event(Event::Delete(owned_pod("ns", "b", "ub", "6", "rs1")));
+    assert!(store.index_keys(BY_CONTROLLER_UID).unwrap().is_empty());
+    assert!(store.index_keys("by-label").unwrap().is_empty());
+}
+
 #[test]
 fn a_relist_keeps_indexes_in_step() {
     let inf = indexed_informer();

@@ -4,6 +4,7 @@
 //!
 //! [`ControllerOptions::slim_pod_cache`]: crate::ControllerOptions::slim_pod_cache
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -12,7 +13,9 @@ use k8s_openapi::api::core::v1::{
     Container, ContainerStatus, Pod, PodCondition, PodSpec, PodStatus,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
-use serde::de::{IgnoredAny, MapAccess, Visitor};
+use k8s_openapi::jiff::Timestamp;
+use serde::de::value::StrDeserializer;
+use serde::de::{IgnoredAny, IntoDeserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
 use ctrlkit_podcontrol::ranking::POD_DELETION_COST_ANNOTATION;
@@ -49,9 +52,12 @@ pub fn slim_pod(pod: &mut Pod) {
             meta.annotations = None;
         }
     }
-    pod.spec = pod.spec.take().map(|spec| PodSpec {
-        node_name: spec.node_name,
-        init_containers: spec.init_containers.map(|init| {
+    // Rebuilt in place: the spec and status are large structs, and this
+    // runs on every pod the informer applies (already slim when decoded
+    // as `SlimPodJson`).
+    if let Some(spec) = pod.spec.as_mut() {
+        let node_name = spec.node_name.take();
+        let init_containers = spec.init_containers.take().map(|init| {
             init.into_iter()
                 .filter(|c| c.restart_policy.as_deref() == Some("Always"))
                 .map(|c| Container {
@@ -60,14 +66,15 @@ pub fn slim_pod(pod: &mut Pod) {
                     ..Container::default()
                 })
                 .collect()
-        }),
-        ..PodSpec::default()
-    });
-    pod.status = pod.status.take().map(|status| PodStatus {
-        phase: status.phase,
-        reason: status.reason,
-        message: status.message,
-        conditions: status.conditions.map(|conditions| {
+        });
+        *spec = PodSpec {
+            node_name,
+            init_containers,
+            ..PodSpec::default()
+        };
+    }
+    if let Some(status) = pod.status.as_mut() {
+        let conditions = status.conditions.take().map(|conditions| {
             conditions
                 .into_iter()
                 .filter(|c| c.type_ == "Ready")
@@ -78,11 +85,17 @@ pub fn slim_pod(pod: &mut Pod) {
                     ..PodCondition::default()
                 })
                 .collect()
-        }),
-        container_statuses: status.container_statuses.map(restarts_only),
-        init_container_statuses: status.init_container_statuses.map(restarts_only),
-        ..PodStatus::default()
-    });
+        });
+        *status = PodStatus {
+            phase: status.phase.take(),
+            reason: status.reason.take(),
+            message: status.message.take(),
+            conditions,
+            container_statuses: status.container_statuses.take().map(restarts_only),
+            init_container_statuses: status.init_container_statuses.take().map(restarts_only),
+            ..PodStatus::default()
+        };
+    }
 }
 
 fn restarts_only(statuses: Vec<ContainerStatus>) -> Vec<ContainerStatus> {
@@ -152,18 +165,112 @@ struct SlimStatus {
     phase: Option<String>,
     reason: Option<String>,
     message: Option<String>,
-    conditions: Option<Vec<SlimCondition>>,
+    #[serde(default, deserialize_with = "ready_condition_only")]
+    conditions: Option<Vec<PodCondition>>,
     container_statuses: Option<Vec<SlimContainerStatus>>,
     init_container_statuses: Option<Vec<SlimContainerStatus>>,
 }
 
+/// One pod condition as the JSON has it, its strings borrowed: only the
+/// `Ready` condition is kept, and only its strings are copied and its
+/// time parsed.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct SlimCondition {
-    #[serde(rename = "type")]
-    type_: Option<String>,
-    status: Option<String>,
-    last_transition_time: Option<Time>,
+struct AnyCondition<'a> {
+    #[serde(rename = "type", borrow)]
+    type_: Option<JsonStr<'a>>,
+    #[serde(borrow)]
+    status: Option<JsonStr<'a>>,
+    #[serde(borrow)]
+    last_transition_time: Option<JsonStr<'a>>,
+}
+
+/// A JSON string, borrowed from the text unless it has escapes.
+struct JsonStr<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for JsonStr<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Text;
+
+        impl<'de> Visitor<'de> for Text {
+            type Value = Cow<'de, str>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Cow::Borrowed(v))
+            }
+
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Cow::Owned(v.to_owned()))
+            }
+
+            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Cow::Owned(v))
+            }
+        }
+
+        deserializer.deserialize_str(Text).map(JsonStr)
+    }
+}
+
+/// The pod's conditions as [`slim_pod`] keeps them: the `Ready` condition
+/// with its type, status and `lastTransitionTime`. The others (a pod
+/// has four or five, each with a time) are read without allocating or
+/// parsing their times.
+fn ready_condition_only<'de, D>(deserializer: D) -> Result<Option<Vec<PodCondition>>, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    struct ReadyOnly;
+
+    impl<'de> Visitor<'de> for ReadyOnly {
+        type Value = Option<Vec<PodCondition>>;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a list of pod conditions")
+        }
+
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_none<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_seq(self)
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let mut kept = Vec::new();
+            while let Some(c) = seq.next_element::<AnyCondition<'de>>()? {
+                if c.type_.as_ref().is_none_or(|t| t.0 != "Ready") {
+                    continue;
+                }
+                let last_transition_time = match c.last_transition_time {
+                    // The parser `Time`'s own decoding uses.
+                    Some(t) => {
+                        let text: StrDeserializer<'_, A::Error> = t.0.as_ref().into_deserializer();
+                        Some(Time(Timestamp::deserialize(text)?))
+                    }
+                    None => None,
+                };
+                kept.push(PodCondition {
+                    type_: c.type_.map(|t| t.0.into_owned()).unwrap_or_default(),
+                    status: c.status.map(|s| s.0.into_owned()).unwrap_or_default(),
+                    last_transition_time,
+                    ..PodCondition::default()
+                });
+            }
+            Ok(Some(kept))
+        }
+    }
+
+    deserializer.deserialize_option(ReadyOnly)
 }
 
 #[derive(Deserialize)]
@@ -239,18 +346,7 @@ impl From<SlimPodJson> for Pod {
                 phase: status.phase,
                 reason: status.reason,
                 message: status.message,
-                conditions: status.conditions.map(|conditions| {
-                    conditions
-                        .into_iter()
-                        .filter(|c| c.type_.as_deref() == Some("Ready"))
-                        .map(|c| PodCondition {
-                            type_: c.type_.unwrap_or_default(),
-                            status: c.status.unwrap_or_default(),
-                            last_transition_time: c.last_transition_time,
-                            ..PodCondition::default()
-                        })
-                        .collect()
-                }),
+                conditions: status.conditions,
                 container_statuses: status.container_statuses.map(slim_statuses),
                 init_container_statuses: status.init_container_statuses.map(slim_statuses),
                 ..PodStatus::default()
@@ -394,6 +490,42 @@ mod tests {
         }
         // The metadata alone (a pod the server has not filled in yet).
         assert_shape_decodes_as_slimmed(&json!({"metadata": {"name": "p"}}));
+    }
+
+    #[test]
+    fn only_the_ready_condition_is_kept_however_its_strings_are_written() {
+        // Several conditions, the Ready one among them with every field.
+        let mut pod = full_pod_json();
+        pod["status"]["conditions"] = json!([
+            {"type": "Initialized", "status": "True", "lastTransitionTime": "2026-01-01T00:00:01Z"},
+            {"type": "Ready", "status": "False", "lastTransitionTime": "2026-01-01T00:00:02Z",
+             "lastProbeTime": null, "reason": "ContainersNotReady", "message": "m"},
+            {"type": "ContainersReady", "status": "True"}
+        ]);
+        assert_shape_decodes_as_slimmed(&pod);
+
+        // Escaped strings are read like plain ones; a condition the slim
+        // pod drops is not parsed, so its bad time does not matter.
+        let text = r#"{"metadata": {"name": "p"}, "status": {"conditions": [
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": "not a time"},
+            {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:05Z"}
+        ]}}"#;
+        let ctrlkit_informer::MaybeDecoded::Decoded(slim) = slim_pod_transform().decode(text)
+        else {
+            panic!("undecodable")
+        };
+        assert!(is_pod_ready(&slim));
+        assert_eq!(
+            pod_ready_time(&slim),
+            Some("2026-01-01T00:00:05Z".parse::<Timestamp>().unwrap())
+        );
+        assert_eq!(slim.status.unwrap().conditions.map(|c| c.len()), Some(1));
+        // A bad time on the Ready condition still makes the pod undecodable.
+        let bad = text.replace("2026-01-01T00:00:05Z", "soon");
+        assert!(matches!(
+            slim_pod_transform().decode(&bad),
+            ctrlkit_informer::MaybeDecoded::Undecodable(_)
+        ));
     }
 
     #[test]
