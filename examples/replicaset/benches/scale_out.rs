@@ -53,7 +53,12 @@
 //!
 //! `CTRLKIT_BENCH_CONTROLLER=<path>` runs another build of the controller
 //! binary (e.g. a copy built from an earlier commit) under the same driver,
-//! for before/after comparisons back to back.
+//! for before/after comparisons back to back. The binary `cargo bench`
+//! builds carries the features of the package's dev-dependencies (tokio's
+//! `test-util`, which makes every tokio `Instant::now` check for a paused
+//! clock); the shipped one does not: to measure what the image runs, build
+//! it with `cargo build --release -p ctrlkit-replicaset --bin
+//! replicaset-controller` and pass it here.
 //!
 //! `cargo bench -p ctrlkit-replicaset --bench scale_out`; a quick run:
 //! `CTRLKIT_BENCH_RS=50 cargo bench -p ctrlkit-replicaset --bench scale_out`;
