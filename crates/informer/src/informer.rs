@@ -662,12 +662,8 @@ where
     /// Errors if the informer has no API ([`Informer::manual`]) or was
     /// already started. Must be called within a tokio runtime.
     pub fn start(&self, cancel: CancellationToken) -> Result<JoinHandle<()>, InformerError> {
-        let (source, config) = self.inner.source.clone().ok_or(InformerError::NoSource)?;
-        self.claim_start()?;
+        let stream = self.watch_stream()?;
         let this = self.clone();
-        let selector = self.inner.store.shard().subscribe();
-        let versions = self.inner.versions.clone();
-        let stream = selected_list_watch(source, config, self.decoder(), selector, versions);
         Ok(tokio::spawn(
             async move { this.drive(stream, cancel).await },
         ))
@@ -683,13 +679,28 @@ where
     /// version" (the server's versions went backwards) or 410 Gone starts
     /// over with a fresh list.
     pub async fn run(&self, cancel: CancellationToken) -> Result<(), InformerError> {
+        let stream = self.watch_stream()?;
+        self.drive(stream, cancel).await;
+        Ok(())
+    }
+
+    /// The list/watch stream [`start`](Self::start) and [`run`](Self::run)
+    /// drive, once the informer is claimed as started.
+    fn watch_stream(
+        &self,
+    ) -> Result<impl Stream<Item = Result<Step<K>, watcher::Error>> + Send + use<K>, InformerError>
+    {
         let (source, config) = self.inner.source.clone().ok_or(InformerError::NoSource)?;
         self.claim_start()?;
         let selector = self.inner.store.shard().subscribe();
         let versions = self.inner.versions.clone();
-        let stream = selected_list_watch(source, config, self.decoder(), selector, versions);
-        self.drive(stream, cancel).await;
-        Ok(())
+        Ok(selected_list_watch(
+            source,
+            config,
+            self.decoder(),
+            selector,
+            versions,
+        ))
     }
 
     /// Like [`run`](Self::run) but reads events from `stream` instead of a
@@ -829,17 +840,12 @@ where
                         self.inner.store.shard().observe(&sent, echoed.as_deref());
                     }
                     Some(Ok(Step::VersionsReset { told })) => {
-                        if told {
-                            tracing::warn!(
-                                resource = %self.inner.resource,
-                                "another informer found the API server's resourceVersions gone backwards; relisting from scratch"
-                            );
-                        } else {
-                            tracing::warn!(
-                                resource = %self.inner.resource,
-                                "the API server's resourceVersions went backwards (too large resource version); relisting from scratch"
-                            );
-                        }
+                        let seen_by = if told { "another informer of the server" } else { "this informer" };
+                        tracing::warn!(
+                            resource = %self.inner.resource,
+                            seen_by,
+                            "the API server's resourceVersions went backwards (too large resource version); relisting from scratch"
+                        );
                         self.inner.dispatch.lock().reset_versions = true;
                     }
                     Some(Err(err)) => {

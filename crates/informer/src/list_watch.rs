@@ -282,71 +282,78 @@ where
         Closed,
         Told,
     }
-    let start = Arc::new(move |shard: ShardQuery, narrowing: Narrowing| -> Steps<K> {
-        list_watch(
-            Arc::clone(&source),
-            narrowed(&config, &narrowing),
-            shard,
-            decoder,
-        )
-        .default_backoff()
-        .boxed()
-    });
-    let resets = versions.subscribe();
-    futures::stream::unfold(
-        (selector, None::<Steps<K>>, true, resets),
-        move |(mut rx, mut current, mut open, mut resets)| {
-            let start = Arc::clone(&start);
-            let versions = versions.clone();
-            async move {
-                loop {
-                    let stream = match current.as_mut() {
-                        Some(stream) => stream,
-                        None => {
-                            let (generation, narrowing) = rx.borrow_and_update().clone();
-                            current.insert(start(
-                                ShardQuery {
-                                    generation,
-                                    selector: narrowing.selector.clone(),
-                                },
-                                narrowing,
-                            ))
-                        }
+    /// What the loop keeps between items (moved, not cloned, per item).
+    struct Loop<K> {
+        selector: tokio::sync::watch::Receiver<(u64, Narrowing)>,
+        /// Whether the selector's sender is still there.
+        open: bool,
+        current: Option<Steps<K>>,
+        resets: tokio::sync::watch::Receiver<u64>,
+        versions: ServerVersions,
+        start: Box<dyn Fn(ShardQuery, Narrowing) -> Steps<K> + Send + Sync>,
+    }
+    let state = Loop {
+        selector,
+        open: true,
+        current: None,
+        resets: versions.subscribe(),
+        versions,
+        start: Box::new(move |shard: ShardQuery, narrowing: Narrowing| -> Steps<K> {
+            list_watch(
+                Arc::clone(&source),
+                narrowed(&config, &narrowing),
+                shard,
+                decoder,
+            )
+            .default_backoff()
+            .boxed()
+        }),
+    };
+    futures::stream::unfold(state, |mut s| async move {
+        loop {
+            let stream = match s.current.as_mut() {
+                Some(stream) => stream,
+                None => {
+                    let (generation, narrowing) = s.selector.borrow_and_update().clone();
+                    let shard = ShardQuery {
+                        generation,
+                        selector: narrowing.selector.clone(),
                     };
-                    let next = tokio::select! {
-                        biased;
-                        changed = rx.changed(), if open => match changed {
-                            Ok(()) => Next::Changed,
-                            Err(_) => Next::Closed,
-                        },
-                        // `versions` is held here, so this never fails.
-                        Ok(()) = resets.changed() => Next::Told,
-                        item = stream.next() => Next::Item(item),
-                    };
-                    match next {
-                        Next::Item(item) => {
-                            // Told before this stream's backoff, not after.
-                            if let Some(Err(error)) = &item
-                                && versions_went_back(error)
-                            {
-                                versions.reset();
-                                // Relisting already: not told again.
-                                resets.borrow_and_update();
-                            }
-                            return item.map(|i| (i, (rx, current, open, resets)));
-                        }
-                        Next::Changed => current = None,
-                        Next::Closed => open = false,
-                        Next::Told => {
-                            resets.borrow_and_update();
-                            let told = Ok(Step::VersionsReset { told: true });
-                            return Some((told, (rx, None, open, resets)));
-                        }
+                    s.current.insert((s.start)(shard, narrowing))
+                }
+            };
+            let next = tokio::select! {
+                biased;
+                changed = s.selector.changed(), if s.open => match changed {
+                    Ok(()) => Next::Changed,
+                    Err(_) => Next::Closed,
+                },
+                // `s.versions` holds the sender, so this never fails.
+                Ok(()) = s.resets.changed() => Next::Told,
+                item = stream.next() => Next::Item(item),
+            };
+            match next {
+                Next::Item(item) => {
+                    // Told before this stream's backoff, not after.
+                    if let Some(Err(error)) = &item
+                        && versions_went_back(error)
+                    {
+                        s.versions.reset();
+                        // Relisting already: not told again.
+                        s.resets.borrow_and_update();
                     }
+                    return item.map(|i| (i, s));
+                }
+                Next::Changed => s.current = None,
+                Next::Closed => s.open = false,
+                Next::Told => {
+                    s.resets.borrow_and_update();
+                    s.current = None;
+                    return Some((Ok(Step::VersionsReset { told: true }), s));
                 }
             }
-        },
-    )
+        }
+    })
 }
 
 /// One transition; `None` output means "keep going".
