@@ -27,7 +27,24 @@ pub const SLOT_LABEL: &str = "ctrlkit.io/shard-slot";
 
 /// The [`SLOT_LABEL`] value of a child of the owner with UID `owner_uid`.
 pub fn slot_label_value(owner_uid: &str) -> String {
-    slot_of_uid(owner_uid).to_string()
+    slot_label(slot_of_uid(owner_uid))
+}
+
+/// The [`SLOT_LABEL`] value naming `slot`: plain decimal.
+pub(crate) fn slot_label(slot: usize) -> String {
+    slot.to_string()
+}
+
+/// Whether `label` is [`slot_label`]`(slot)`, without formatting it (the
+/// hot path checks every child event). Only the plain decimal names the
+/// slot: the server compares the strings, so `007` is not `7`.
+pub(crate) fn names_slot(label: &str, slot: usize) -> bool {
+    let canonical = label == "0"
+        || label
+            .bytes()
+            .next()
+            .is_some_and(|b| (b'1'..=b'9').contains(&b));
+    canonical && label.parse() == Ok(slot)
 }
 
 /// A labeller for
@@ -61,6 +78,7 @@ impl SlotSet {
             if i > 0 {
                 selector.push(',');
             }
+            // `slot_label(slot)`, written in place.
             let _ = write!(selector, "{slot}");
         }
         selector.push(')');
@@ -71,6 +89,13 @@ impl SlotSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_plain_decimal_names_a_slot() {
+        assert!(names_slot("0", 0) && names_slot("7", 7) && names_slot("1023", 1023));
+        assert!(!names_slot("007", 7) && !names_slot("+7", 7) && !names_slot("", 0));
+        assert!(!names_slot("8", 7) && !names_slot("x", 7));
+    }
 
     #[test]
     fn the_label_is_the_owners_slot() {

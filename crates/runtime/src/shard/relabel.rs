@@ -35,7 +35,7 @@ use parking_lot::Mutex;
 use serde_json::json;
 use tokio::sync::Notify;
 
-use super::child_label::SLOT_LABEL;
+use super::child_label::{SLOT_LABEL, names_slot, slot_label};
 use super::slots::{SlotSet, slot_of_uid};
 
 /// At most this many children wait for a correction at once; more are
@@ -46,18 +46,6 @@ const MAX_PENDING: usize = 10_000;
 /// Attempts per child before a failing patch is given up (logged); its
 /// next event reports it again.
 const MAX_ATTEMPTS: u32 = 5;
-
-/// Whether `label` is the label value of `slot`, as
-/// [`slot_label_value`](super::slot_label_value) writes it (plain decimal:
-/// the server compares the strings, so `007` is not `7`).
-fn names_slot(label: &str, slot: usize) -> bool {
-    let canonical = label == "0"
-        || label
-            .bytes()
-            .next()
-            .is_some_and(|b| (b'1'..=b'9').contains(&b));
-    canonical && label.parse() == Ok(slot)
-}
 
 /// A child to correct.
 #[derive(Debug)]
@@ -111,7 +99,7 @@ impl Relabel {
             (None, Some(slot)) if !claims.contains(slot) => return,
             _ => {}
         }
-        let want = slot.map(|slot| slot.to_string());
+        let want = slot.map(slot_label);
         let (Some(name), Some(uid)) = (&meta.name, &meta.uid) else {
             return;
         };
@@ -252,13 +240,6 @@ mod tests {
         // Reported again (another event): still one correction.
         r.check(&pods, &meta(Some(&wrong), Some("owner-uid")), &none);
         assert_eq!(pending(&r).len(), 1);
-    }
-
-    #[test]
-    fn only_the_plain_decimal_names_a_slot() {
-        assert!(names_slot("0", 0) && names_slot("7", 7) && names_slot("1023", 1023));
-        assert!(!names_slot("007", 7) && !names_slot("+7", 7) && !names_slot("", 0));
-        assert!(!names_slot("8", 7) && !names_slot("x", 7));
     }
 
     #[test]
