@@ -57,8 +57,26 @@ where
     B: FnOnce(&mut Manager) -> Result<(), E>,
     E: Into<BoxError>,
 {
+    run(name, args, build, false).await
+}
+
+/// `run_main`; `our_runtime` when `block_on_main` built the runtime from
+/// `args`, so the runtime flags need no check.
+async fn run<B, E>(name: &str, args: &ManagerArgs, build: B, our_runtime: bool) -> ExitCode
+where
+    B: FnOnce(&mut Manager) -> Result<(), E>,
+    E: Into<BoxError>,
+{
     init_logging(args.log_format, &args.log_level);
-    warn_if_threads_not_applied(args.worker_threads);
+    if !our_runtime {
+        warn_if_threads_not_applied(args.worker_threads);
+        if let Some(asked) = args.wakeup_batching {
+            tracing::warn!(
+                ?asked,
+                "--wakeup-batching is not applied: this binary built its own Tokio runtime; start it with block_on_main to honour the flag"
+            );
+        }
+    }
     let result = async {
         let config = args.config(name);
         config.validate()?;
@@ -99,8 +117,9 @@ fn warn_if_threads_not_applied(asked: Option<usize>) {
     }
 }
 
-/// [`run_main`] on the Tokio runtime `--worker-threads` asks for (see
-/// [`ManagerArgs::runtime`]), for a binary whose `main` is not async:
+/// [`run_main`] on the Tokio runtime `--worker-threads` and
+/// `--wakeup-batching` ask for (see [`ManagerArgs::runtime`]), for a
+/// binary whose `main` is not async:
 ///
 /// ```no_run
 /// use std::process::ExitCode;
@@ -129,7 +148,7 @@ where
     E: Into<BoxError>,
 {
     match args.runtime() {
-        Ok(runtime) => runtime.block_on(run_main(name, args, build)),
+        Ok(runtime) => runtime.block_on(run(name, args, build, true)),
         Err(error) => {
             eprintln!("{name}: error: cannot start the Tokio runtime: {error}");
             ExitCode::FAILURE
