@@ -260,7 +260,10 @@ mod sharding;
 mod signals;
 mod status;
 
-pub use args::{DEFAULT_WORKER_THREADS, ListenAddr, ManagerArgs, WatchHealthBound, parse_seconds};
+pub use args::{
+    DEFAULT_WAKEUP_BATCHING, DEFAULT_WORKER_THREADS, ListenAddr, ManagerArgs, WatchHealthBound,
+    parse_seconds,
+};
 pub use binary::{block_on_main, exit_code, run_main};
 pub use config::{ConfigError, DEFAULT_SHUTDOWN_GRACE_PERIOD, ManagerConfig, SecureMetricsConfig};
 pub use error::ManagerError;

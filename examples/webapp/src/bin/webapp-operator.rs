@@ -12,7 +12,7 @@ use ctrlkit_example_webapp::resource::print_crd;
 fn main() -> ExitCode {
     match Cli::parse() {
         cli if cli.print_crd => print_crd(),
-        // On the runtime --worker-threads asks for.
+        // On the runtime --worker-threads and --wakeup-batching ask for.
         cli => block_on_main(NAME, &cli.manager, |manager| add_to(manager, &cli)),
     }
 }
