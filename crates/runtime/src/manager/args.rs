@@ -176,7 +176,7 @@ pub struct ManagerArgs {
     /// (`500us`, `1ms`, at most `100ms`; `0` turns it off). Every wakeup
     /// of a sleeping thread costs a context switch and a pass over the
     /// runtime's I/O driver; waiting 1ms cut the controller's CPU per pod
-    /// by about 15% on the scale-out benchmark. What arrives while the
+    /// by 16-26% on the scale-out benchmark. What arrives while the
     /// thread waits is handled up to that much later. Default: 1ms.
     /// Applies to binaries started with `block_on_main`; one that builds
     /// its own runtime logs a warning when the flag is given.
