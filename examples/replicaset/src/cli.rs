@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use ctrlkit_runtime::manager::parse_seconds;
+use ctrlkit_runtime::manager::{parse_duration, parse_seconds};
 
 use crate::{ChurnGuardOptions, ControllerOptions};
 
@@ -114,18 +114,10 @@ impl ControllerArgs {
 
 /// `250ms`, `1s` or `0`: a period of at most an hour.
 fn parse_period(s: &str) -> Result<Duration, String> {
-    let (digits, unit) = match s.strip_suffix("ms") {
-        Some(ms) => (ms, Duration::from_millis(1)),
-        None => (s.strip_suffix('s').unwrap_or(s), Duration::from_secs(1)),
-    };
-    let bad = || format!("'{s}' is not a period such as 250ms, 1s or 0");
-    let n: u32 = digits.parse().map_err(|_| bad())?;
-    let period = unit * n;
+    let period =
+        parse_duration(s).ok_or_else(|| format!("'{s}' is not a period such as 250ms, 1s or 0"))?;
     if period > Duration::from_secs(3600) {
         return Err(format!("'{s}' is longer than an hour"));
-    }
-    if n != 0 && s == digits {
-        return Err(bad()); // a bare number other than 0 has no unit
     }
     Ok(period)
 }

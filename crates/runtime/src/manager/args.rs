@@ -213,17 +213,7 @@ pub const DEFAULT_WAKEUP_BATCHING: Duration = Duration::from_millis(1);
 const MAX_WAKEUP_BATCHING: Duration = Duration::from_millis(100);
 
 fn parse_wakeup_batching(s: &str) -> Result<Duration, String> {
-    let t = s.trim();
-    let parsed = if t == "0" {
-        Some(Duration::ZERO)
-    } else if let Some(us) = t.strip_suffix("us") {
-        us.parse::<u64>().ok().map(Duration::from_micros)
-    } else if let Some(ms) = t.strip_suffix("ms") {
-        ms.parse::<u64>().ok().map(Duration::from_millis)
-    } else {
-        None
-    };
-    match parsed {
+    match parse_duration(s) {
         Some(d) if d <= MAX_WAKEUP_BATCHING => Ok(d),
         Some(_) => Err(format!("'{s}' is longer than the most allowed, 100ms")),
         None => Err(format!(
@@ -371,6 +361,27 @@ pub fn parse_seconds(s: &str) -> Result<Duration, String> {
     }
 }
 
+/// A duration flag's value: `0`, or a whole number of microseconds,
+/// milliseconds or seconds (`500us`, `250ms`, `1s`); `None` for anything
+/// else, a bare number other than `0` included. The parser under
+/// `--wakeup-batching`, for binaries' own duration flags too, which check
+/// their own bounds.
+pub fn parse_duration(s: &str) -> Option<Duration> {
+    if s == "0" {
+        return Some(Duration::ZERO);
+    }
+    let (digits, unit): (&str, fn(u64) -> Duration) = if let Some(d) = s.strip_suffix("us") {
+        (d, Duration::from_micros)
+    } else if let Some(d) = s.strip_suffix("ms") {
+        (d, Duration::from_millis)
+    } else if let Some(d) = s.strip_suffix('s') {
+        (d, Duration::from_secs)
+    } else {
+        return None;
+    };
+    digits.parse::<u64>().ok().map(unit)
+}
+
 #[cfg(test)]
 mod tests {
     use clap::Parser;
@@ -453,6 +464,31 @@ mod tests {
         assert_eq!(flavor("1"), RuntimeFlavor::CurrentThread);
         assert_eq!(flavor("2"), RuntimeFlavor::MultiThread);
         assert_eq!(flavor("0"), RuntimeFlavor::MultiThread);
+    }
+
+    #[test]
+    fn durations_need_a_unit_unless_zero() {
+        for (text, expected) in [
+            ("0", Duration::ZERO),
+            ("0ms", Duration::ZERO),
+            ("500us", Duration::from_micros(500)),
+            ("250ms", Duration::from_millis(250)),
+            ("3s", Duration::from_secs(3)),
+        ] {
+            assert_eq!(parse_duration(text), Some(expected), "{text}");
+        }
+        for bad in [
+            "",
+            "5",
+            "us",
+            "1.5s",
+            "-1ms",
+            "1h",
+            "1 s",
+            "99999999999999999999s",
+        ] {
+            assert_eq!(parse_duration(bad), None, "{bad}");
+        }
     }
 
     #[test]

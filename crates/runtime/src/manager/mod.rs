@@ -262,7 +262,7 @@ mod status;
 
 pub use args::{
     DEFAULT_WAKEUP_BATCHING, DEFAULT_WORKER_THREADS, ListenAddr, ManagerArgs, WatchHealthBound,
-    parse_seconds,
+    parse_duration, parse_seconds,
 };
 pub use binary::{block_on_main, exit_code, run_main};
 pub use config::{ConfigError, DEFAULT_SHUTDOWN_GRACE_PERIOD, ManagerConfig, SecureMetricsConfig};
