@@ -710,10 +710,6 @@ fn api_status(error: &kube::Error) -> Option<&Status> {
     }
 }
 
-/// Whether `status` means the watch cannot resume and a fresh list is
-/// needed: `Some(true)` when the server's versions went backwards
-/// ("Too large resource version"), `Some(false)` for 410 Gone (the version
-/// is too old), `None` otherwise.
 /// Whether `error` says the server's versions went backwards.
 fn versions_went_back(error: &watcher::Error) -> bool {
     let status = match error {
@@ -726,6 +722,10 @@ fn versions_went_back(error: &watcher::Error) -> bool {
     status.is_some_and(is_too_large_resource_version)
 }
 
+/// Whether `status` means the watch cannot resume and a fresh list is
+/// needed: `Some(true)` when the server's versions went backwards
+/// ("Too large resource version"), `Some(false)` for 410 Gone (the version
+/// is too old), `None` otherwise.
 fn restart_for(status: &Status) -> Option<bool> {
     if is_too_large_resource_version(status) {
         Some(true)
@@ -938,6 +938,17 @@ mod tests {
         (informer, log, cancel)
     }
 
+    /// The informer's versions start over with the new server's history:
+    /// it last synced at 7 and does not count 8 as observed, although the
+    /// old server's versions it saw were higher.
+    fn assert_versions_start_over_at_7(informer: &Informer<ReplicaSet>) {
+        assert_eq!(informer.last_sync_resource_version().as_deref(), Some("7"));
+        assert_eq!(
+            informer.store().has_observed_resource_version("8"),
+            Ok(false)
+        );
+    }
+
     /// Lets the informer's task run until `done` holds (no clock moves).
     async fn until(what: &str, done: impl Fn() -> bool) {
         for _ in 0..10_000 {
@@ -1138,11 +1149,7 @@ mod tests {
         assert_eq!(cached(&informer), ["x@5", "y@6", "z@7"]);
         // The observed version starts over with the new server's history,
         // so read-own-writes checks do not trust versions from the old one.
-        assert_eq!(informer.last_sync_resource_version().as_deref(), Some("7"));
-        assert_eq!(
-            informer.store().has_observed_resource_version("8"),
-            Ok(false)
-        );
+        assert_versions_start_over_at_7(&informer);
     }
 
     /// One clock per server: an informer whose watch the new server
@@ -1203,13 +1210,8 @@ mod tests {
                 "update b@905 -> b@2",
             ]
         );
-        // The new server's versions are trusted from scratch.
         assert_eq!(cached(&informer), ["b@2", "c@7"]);
-        assert_eq!(informer.last_sync_resource_version().as_deref(), Some("7"));
-        assert_eq!(
-            informer.store().has_observed_resource_version("8"),
-            Ok(false)
-        );
+        assert_versions_start_over_at_7(&informer);
         assert_eq!(cached(&apart), ["b@905"]);
     }
 
