@@ -75,7 +75,7 @@ impl Manager {
     /// (`KubeChildControl::with_child_labeller`,
     /// `KubePodControl::with_child_labeller`).
     pub fn child_labeller(&self) -> Option<Arc<dyn ChildLabeller>> {
-        self.shard_member().map(|_| crate::shard::slot_labeller())
+        crate::shard::slot_labeller_for(self.factory())
     }
 
     /// Adds `controller` as a [`Runnable`](super::Runnable) named after it:

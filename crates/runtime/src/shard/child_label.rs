@@ -17,6 +17,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use ctrlkit_childcontrol::ChildLabeller;
+use ctrlkit_informer::SharedInformerFactory;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
 use super::slots::{SlotSet, slot_of_uid};
@@ -58,6 +59,17 @@ pub fn slot_labeller() -> Arc<dyn ChildLabeller> {
             labels.insert(SLOT_LABEL.to_owned(), slot_label_value(&owner.uid));
         },
     )
+}
+
+/// What the child controls of controllers built on `factory` label their
+/// children with: [`slot_labeller`] when the factory carries a
+/// [`ShardMember`](super::ShardMember) (a `--shard-ring` manager's factory,
+/// or one given a member by hand), `None` otherwise. Put it on child
+/// controls built by hand (`KubeChildControl::with_child_labeller`,
+/// `KubePodControl::with_child_labeller`) so their children reach the
+/// member holding their owner.
+pub fn slot_labeller_for(factory: &SharedInformerFactory) -> Option<Arc<dyn ChildLabeller>> {
+    crate::manager::shard_member_of(factory).map(|_| slot_labeller())
 }
 
 impl SlotSet {
@@ -108,6 +120,26 @@ mod tests {
         slot_labeller().label(&owner, &mut labels);
         assert_eq!(labels[SLOT_LABEL], slot_of_uid(uid).to_string());
         assert_eq!(labels["app"], "web", "the template's labels stay");
+    }
+
+    #[tokio::test]
+    async fn only_a_sharded_factory_labels_children() {
+        let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+        let factory = SharedInformerFactory::new(kube::Client::try_from(config).unwrap());
+        assert!(slot_labeller_for(&factory).is_none());
+        let member =
+            crate::shard::ShardMember::new(crate::shard::ShardConfig::new("ns", "ring", "a"));
+        factory.insert_extension(member.unwrap());
+        let uid = "9b2c1f3e-0000-4000-8000-000000000002";
+        let owner = OwnerReference {
+            uid: uid.to_owned(),
+            ..OwnerReference::default()
+        };
+        let mut labels = BTreeMap::new();
+        slot_labeller_for(&factory)
+            .unwrap()
+            .label(&owner, &mut labels);
+        assert_eq!(labels[SLOT_LABEL], slot_label_value(uid));
     }
 
     #[test]

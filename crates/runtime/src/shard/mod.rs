@@ -83,7 +83,7 @@ mod ring;
 mod slots;
 
 pub use assign::assign;
-pub use child_label::{SLOT_LABEL, slot_label_value, slot_labeller};
+pub use child_label::{SLOT_LABEL, slot_label_value, slot_labeller, slot_labeller_for};
 pub use error::ShardError;
 pub(crate) use gate::{ChildCache, ShardAdmission};
 pub use member::{ShardConfig, ShardMember, ShardStats};

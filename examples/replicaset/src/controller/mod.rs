@@ -57,11 +57,32 @@ pub(crate) struct Shared<O: ReplicaOwner> {
     pub(crate) burst_replicas: usize,
     pub(crate) recorder: Option<Recorder>,
     pub(crate) metrics: Option<ControllerMetrics>,
-    pub(crate) churn: Arc<churn::ChurnTracker>,
+    pub(crate) per_owner: Arc<PerOwner>,
     pub(crate) consistency: ConsistencyStore,
     pub(crate) counters: Arc<counters::SyncCounters>,
-    /// The last status written per owner, so its echo queues nothing.
-    pub(crate) own_status: Arc<own_status::OwnStatusWrites>,
+}
+
+/// What a controller keeps per owner besides its expectations, dropped
+/// with the owner (by the informer's delete, or a sync that finds it gone).
+pub(crate) struct PerOwner {
+    /// Pods failing right after creation, for the churn guard.
+    pub(crate) churn: churn::ChurnTracker,
+    /// The last status written, so its echo queues nothing.
+    pub(crate) own_status: own_status::OwnStatusWrites,
+}
+
+impl PerOwner {
+    fn new(churn_guard: ChurnGuardOptions) -> Self {
+        Self {
+            churn: churn::ChurnTracker::new(churn_guard),
+            own_status: own_status::OwnStatusWrites::default(),
+        }
+    }
+
+    fn forget(&self, key: &str) {
+        self.churn.forget(key);
+        self.own_status.forget(key);
+    }
 }
 
 /// The expectations and churn key of an object: `namespace/name`.
@@ -71,10 +92,10 @@ pub(crate) fn key_of<K: kube::Resource>(obj: &K) -> String {
 
 impl<O: ReplicaOwner> Shared<O> {
     /// Drops everything kept per owner (expectations, churn strikes, own
-    /// writes awaited) once the owner is gone.
+    /// status write, own writes awaited) once the owner is gone.
     pub(crate) fn forget_owner(&self, key: &str) {
         self.expectations.delete_expectations(key);
-        self.churn.forget(key);
+        self.per_owner.forget(key);
         self.consistency.clear(key);
     }
 }

@@ -175,7 +175,7 @@ impl<O: ReplicaOwner> Shared<O> {
             let error = match self.owner_client.update_status(&current).await {
                 Ok(updated) => {
                     self.wrote_owner(&key, &updated);
-                    self.own_status.wrote(&key, &updated);
+                    self.per_owner.own_status.wrote(&key, &updated);
                     return Ok(Arc::new(updated));
                 }
                 Err(kube::Error::Api(status)) if status_is(&status, reason::NOT_FOUND, 404) => {

@@ -9,16 +9,17 @@ use ctrlkit_informer::{
     BY_CONTROLLER_UID, BY_ORPHAN_LABEL, Informer, ObjectKey, SharedInformerFactory, Transform,
     index_by_controller_uid, index_orphans_by_label,
 };
-use ctrlkit_podcontrol::{ChildLabeller, KubePodControl, PodControl};
+use ctrlkit_podcontrol::{KubePodControl, PodControl};
 use ctrlkit_runtime::manager::{LeaderFence, Manager};
+use ctrlkit_runtime::shard::slot_labeller_for;
 use ctrlkit_runtime::{Action, ControllerBuilder, Owns};
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Pod, ReplicationController};
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    ControllerMetrics, ControllerOptions, KubeOwnerClient, OwnerClient, Shared, availability,
-    churn, counters, own_status, pods, read_own_writes,
+    ControllerMetrics, ControllerOptions, KubeOwnerClient, OwnerClient, PerOwner, Shared,
+    availability, counters, pods, read_own_writes,
 };
 use crate::Error;
 use crate::owner::ReplicaOwner;
@@ -32,24 +33,25 @@ struct Writers<O> {
 }
 
 impl<O: ReplicaOwner> Writers<O> {
-    /// Writers through `client`; pod writes also pass `fence`; every event
-    /// (pod creates and deletes, warnings) goes through `recorder`.
-    /// (`labeller`: the sharded manager's slot label on created pods).
+    /// Writers through `client`; pod writes also pass `fence` and, when
+    /// `factory` is sharded, label each pod with its owner's slot; every
+    /// event (pod creates and deletes, warnings) goes through `recorder`.
     fn kube(
         client: kube::Client,
+        factory: &SharedInformerFactory,
         fence: LeaderFence,
         recorder: Recorder,
-        labeller: Option<Arc<dyn ChildLabeller>>,
     ) -> Self {
         // A created pod is tracked by its identity only (expectations,
         // read-own-writes, the event): its response is not decoded in full.
         let mut pods = KubePodControl::with_event_recorder(client.clone(), recorder.clone())
-            .with_created_metadata_only();
-        if let Some(labeller) = labeller {
+            .with_created_metadata_only()
+            .with_write_gate(Arc::new(fence));
+        if let Some(labeller) = slot_labeller_for(factory) {
             pods = pods.with_child_labeller(labeller);
         }
         Self {
-            pod_control: Arc::new(pods.with_write_gate(Arc::new(fence))),
+            pod_control: Arc::new(pods),
             owner_client: Arc::new(KubeOwnerClient::new(client)),
             recorder: Some(recorder),
         }
@@ -99,13 +101,8 @@ impl<O: ReplicaOwner> Controller<O> {
     pub fn add_to(manager: &mut Manager, mut options: ControllerOptions) -> Result<(), Error> {
         options.namespace = manager.namespace().map(str::to_owned);
         let recorder = manager.event_recorder(O::CONTROLLER_NAME);
-        let labeller = manager.child_labeller();
-        let writers = Writers::kube(
-            manager.client().clone(),
-            manager.fence(),
-            recorder,
-            labeller,
-        );
+        let client = manager.client().clone();
+        let writers = Writers::kube(client, manager.factory(), manager.fence(), recorder);
         let metrics = ControllerMetrics::register(manager.registry_mut());
         let builder = ctrlkit_runtime::Controller::builder(manager.factory());
         let controller = Self::build(builder, Owns::new(), writers, &options, Some(metrics))?;
@@ -134,10 +131,7 @@ impl<O: ReplicaOwner> Controller<O> {
         let metrics = registry.map(ControllerMetrics::register);
         let builder = ctrlkit_runtime::Controller::builder(factory);
         let recorder = Recorder::new(client.clone(), O::CONTROLLER_NAME);
-        let labeller = factory
-            .extension::<ctrlkit_runtime::shard::ShardMember>()
-            .map(|_| ctrlkit_runtime::shard::slot_labeller());
-        let writers = Writers::kube(client, LeaderFence::unfenced(), recorder, labeller);
+        let writers = Writers::kube(client, factory, LeaderFence::unfenced(), recorder);
         Self::build(builder, Owns::new(), writers, &options, metrics)
     }
 
@@ -179,7 +173,7 @@ impl<O: ReplicaOwner> Controller<O> {
         options: &ControllerOptions,
         metrics: Option<ControllerMetrics>,
     ) -> Result<Self, Error> {
-        let churn = Arc::new(churn::ChurnTracker::new(options.churn_guard.clone()));
+        let per_owner = Arc::new(PerOwner::new(options.churn_guard.clone()));
         let counters = Arc::new(counters::SyncCounters::default());
         let owns = match options.pod_cache_transform() {
             Some(transform) => owns.transform(transform),
@@ -190,9 +184,7 @@ impl<O: ReplicaOwner> Controller<O> {
             .update_filter(pods::pod_update_matters)
             .requeue_after(|old, new, owner: &O| availability::min_ready_requeue(old, new, owner))
             .index(BY_ORPHAN_LABEL, index_orphans_by_label);
-        let own_status = Arc::new(own_status::OwnStatusWrites::default());
-        let (forget, forget_status) = (Arc::clone(&churn), Arc::clone(&own_status));
-        let echoes = Arc::clone(&own_status);
+        let (echoes, forget) = (Arc::clone(&per_owner), Arc::clone(&per_owner));
         let count_skip = read_own_writes::skip_counter::<O>(&counters, metrics.as_ref());
         let mut builder = builder
             .name(O::QUEUE_NAME)
@@ -204,12 +196,8 @@ impl<O: ReplicaOwner> Controller<O> {
             .owns_with(owns)
             // The echo of the controller's own status write changes
             // nothing a sync decides (own_status.rs).
-            .owner_update_filter(move |old, new| !echoes.is_echo(old, new))
-            .on_owner_deleted(move |key| {
-                let key = key.to_string();
-                forget.forget(&key);
-                forget_status.forget(&key);
-            })
+            .owner_update_filter(move |old, new| !echoes.own_status.is_echo(old, new))
+            .on_owner_deleted(move |key| forget.forget(&key.to_string()))
             .on_stale_skip(count_skip);
         if options.drop_owner_managed_fields {
             builder = builder.transform(Transform::drop_managed_fields());
@@ -233,10 +221,9 @@ impl<O: ReplicaOwner> Controller<O> {
             burst_replicas: options.burst_replicas.max(1),
             recorder: writers.recorder,
             metrics,
-            churn,
+            per_owner,
             consistency: runtime.consistency().clone(),
             counters,
-            own_status,
         });
         Ok(Self { runtime, shared })
     }

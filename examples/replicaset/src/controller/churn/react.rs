@@ -94,9 +94,10 @@ impl<O: ReplicaOwner> Shared<O> {
         pods: &[Arc<Pod>],
     ) -> Assessment {
         let uid = owner.meta().uid.as_deref().unwrap_or_default();
-        let assessment = self
-            .churn
-            .assess(key, uid, pods, Instant::now(), Timestamp::now());
+        let assessment =
+            self.per_owner
+                .churn
+                .assess(key, uid, pods, Instant::now(), Timestamp::now());
         if let Some(latest) = assessment.churned.last() {
             let backoff = assessment.backoff.unwrap_or_default();
             tracing::warn!(
@@ -134,7 +135,7 @@ impl<O: ReplicaOwner> Shared<O> {
 
     /// Whether creations for `key` must wait, and how long.
     pub(crate) fn churn_backoff(&self, key: &str) -> Option<std::time::Duration> {
-        self.churn.creation_backoff(key, Instant::now())
+        self.per_owner.churn.creation_backoff(key, Instant::now())
     }
 
     /// How many of the `wanted` pods `key` may create now: all while its
@@ -146,7 +147,7 @@ impl<O: ReplicaOwner> Shared<O> {
             tracing::debug!(key, wanted, ?backoff, "pod creation backed off");
             return 0;
         }
-        match self.churn.probe_limit(key, active) {
+        match self.per_owner.churn.probe_limit(key, active) {
             Some(limit) if limit < wanted => {
                 tracing::debug!(key, wanted, limit, "creating a probe pod only");
                 limit
