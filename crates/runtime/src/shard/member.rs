@@ -255,8 +255,9 @@ impl ShardConfig {
 pub struct ShardStats {
     /// Slots the member syncs now.
     pub slots_held: usize,
-    /// Owners in the attached controllers' caches whose slot it holds
-    /// (as of the last protocol step).
+    /// Owners in the attached controllers' caches whose slot it holds,
+    /// counted again whenever its slots change and at least once per renew
+    /// period.
     pub owners_held: usize,
     /// Live members it sees, itself included.
     pub members: usize,
@@ -349,6 +350,10 @@ pub(crate) struct Inner {
     /// The last [`assign`]ment and the members it is for: it only changes
     /// with the members, and the step runs every quarter renew period.
     assignment: Mutex<Option<(Vec<String>, Vec<SlotSet>)>>,
+    /// The active slots the owners were last counted in, and when: the
+    /// count lists every cached owner, so it runs again only when the
+    /// slots change or once per renew period, not at every step.
+    owners_counted: Mutex<Option<(SlotSet, Instant)>>,
     /// Children seen with a wrong slot label, to correct.
     pub(crate) relabel: Arc<Relabel>,
 }
@@ -366,6 +371,20 @@ impl Inner {
         let slots = assign(&names);
         *memo = Some((members.to_vec(), slots.clone()));
         slots
+    }
+
+    /// Whether the owners held in `active` should be counted again at
+    /// `now`: the slots changed, or a renew period passed since the last
+    /// count (owners come and go without a step noticing).
+    fn owners_count_due(&self, active: SlotSet, now: Instant) -> bool {
+        let mut last = self.owners_counted.lock();
+        let due = last.is_none_or(|(slots, at)| {
+            slots != active || now.duration_since(at) >= self.config.renew_period
+        });
+        if due {
+            *last = Some((active, now));
+        }
+        due
     }
 
     /// Logs and counts something wrong with the ring Lease `lease`.
@@ -509,6 +528,7 @@ impl ShardMember {
                 leaving: AtomicBool::new(false),
                 reported_edit: Mutex::new(None),
                 assignment: Mutex::new(None),
+                owners_counted: Mutex::new(None),
                 relabel: Arc::default(),
             }),
         })
@@ -843,9 +863,13 @@ impl ShardMember {
                 c.slots = c.slots.intersection(&handover.active);
             }
             catching_up.retain(|c| !c.slots.is_empty());
-            state.active = handover.active.minus(&waiting(catching_up));
-            let active = state.active;
-            state.uids.retain(|_, uid| active.contains_uid(uid));
+            let active = handover.active.minus(&waiting(catching_up));
+            // Only a slot leaving can leave a UID outside the active
+            // slots: skip hashing every UID at the steps that change none.
+            if !state.active.minus(&active).is_empty() {
+                state.uids.retain(|_, uid| active.contains_uid(uid));
+            }
+            state.active = active;
             changes
         };
         let started = self.caught_up(catching_up, now);
@@ -866,17 +890,19 @@ impl ShardMember {
             // Warned and counted once per version by the Lease handler.
             tracing::debug!(ring = %config.ring, member = %inner.lease_name, lease = %name, reason = %why, "a ring Lease has invalid claims: counting it as claiming every slot until it expires");
         }
-        let owners: usize = inner
-            .attached
-            .lock()
-            .iter()
-            .map(|a| (a.count)(&handover.active))
-            .sum();
         let c = &inner.counters;
+        if inner.owners_count_due(handover.active, now) {
+            let owners: usize = inner
+                .attached
+                .lock()
+                .iter()
+                .map(|a| (a.count)(&handover.active))
+                .sum();
+            c.owners_held.store(owners as u64, Ordering::Relaxed);
+        }
         c.gained.fetch_add(started.len() as u64, Ordering::Relaxed);
         c.released
             .fetch_add(changes.released.len() as u64, Ordering::Relaxed);
-        c.owners_held.store(owners as u64, Ordering::Relaxed);
         c.members
             .store(snapshot.members.len() as u64, Ordering::Relaxed);
         if let Some(m) = &config.metrics {
@@ -884,7 +910,9 @@ impl ShardMember {
             m.slots_held
                 .get_or_create(l)
                 .set(handover.active.len() as i64);
-            m.owners_held.get_or_create(l).set(owners as i64);
+            m.owners_held
+                .get_or_create(l)
+                .set(c.owners_held.load(Ordering::Relaxed) as i64);
             m.members
                 .get_or_create(l)
                 .set(snapshot.members.len() as i64);
@@ -1170,6 +1198,22 @@ impl EventHandler<Lease> for ViewHandler {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn owners_are_counted_again_when_the_slots_change_or_a_renew_period_passed() {
+        let config = ShardConfig::new("ns", "ring", "a").renew_period(Duration::from_secs(2));
+        let member = ShardMember::new(config).unwrap();
+        let (inner, t0) = (&member.inner, Instant::now());
+        let mut slots = SlotSet::empty();
+        slots.insert(7);
+        assert!(inner.owners_count_due(slots, t0), "never counted");
+        assert!(!inner.owners_count_due(slots, t0 + Duration::from_secs(1)));
+        let mut more = slots;
+        more.insert(8);
+        assert!(inner.owners_count_due(more, t0 + Duration::from_secs(1)));
+        assert!(!inner.owners_count_due(more, t0 + Duration::from_millis(2900)));
+        assert!(inner.owners_count_due(more, t0 + Duration::from_secs(3)));
+    }
 
     #[test]
     fn bad_configurations_are_refused_with_the_reason() {

@@ -39,7 +39,7 @@ pub(crate) struct AnomalyLabels {
 ///
 /// | metric | type | meaning |
 /// |---|---|---|
-/// | `ctrlkit_shard_owners_held` | gauge | owners in the member's caches whose slot it holds |
+/// | `ctrlkit_shard_owners_held` | gauge | owners in the member's caches whose slot it holds (counted when its slots change, and at least once per renew period) |
 /// | `ctrlkit_shard_slots_held` | gauge | slots (of 1024) the member syncs |
 /// | `ctrlkit_shard_members` | gauge | live members the member sees |
 /// | `ctrlkit_shard_handovers_total{direction}` | counter | slots gained / released |
