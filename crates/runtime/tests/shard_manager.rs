@@ -225,8 +225,16 @@ async fn sharded_managers_split_every_controllers_owners_and_a_shut_down_one_han
             "{controller}: {shares:?}"
         );
     }
-    let owners_held: usize = managers.iter().map(|m| m.member.stats().owners_held).sum();
-    assert_eq!(owners_held, 2 * OWNERS, "both controllers are attached");
+    // Counted again at least once per renew period: both controllers are
+    // attached.
+    until("the owners held to count both controllers' owners", || {
+        managers
+            .iter()
+            .map(|m| m.member.stats().owners_held)
+            .sum::<usize>()
+            == 2 * OWNERS
+    })
+    .await;
     // The member's metrics are on the manager's /metrics, and it is ready.
     let status = &managers[1].status;
     assert!(status.is_ready());
