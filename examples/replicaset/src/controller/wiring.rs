@@ -90,7 +90,8 @@ impl<O: ReplicaOwner> std::fmt::Debug for Controller<O> {
 impl<O: ReplicaOwner> Controller<O> {
     /// Adds the controller to `manager`, which runs it while it leads:
     /// informers from its factory (in `--namespace`, if set), metrics in
-    /// its registry, and every write — pod creates, deletes and adoption
+    /// its registry (one set of families for every replica controller on
+    /// it: [`ControllerMetrics::on_manager`]), and every write — pod creates, deletes and adoption
     /// patches, status writes, events — through its fenced client, pod
     /// writes also through the fence as their write gate, so a replica
     /// that may have lost its lease writes nothing. An owner the informer
@@ -103,7 +104,7 @@ impl<O: ReplicaOwner> Controller<O> {
         let recorder = manager.event_recorder(O::CONTROLLER_NAME);
         let client = manager.client().clone();
         let writers = Writers::kube(client, manager.factory(), manager.fence(), recorder);
-        let metrics = ControllerMetrics::register(manager.registry_mut());
+        let metrics = ControllerMetrics::on_manager(manager);
         let builder = ctrlkit_runtime::Controller::builder(manager.factory());
         let controller = Self::build(builder, Owns::new(), writers, &options, Some(metrics))?;
         manager.add_controller(controller.runtime, Shared::reconcile, controller.shared);
