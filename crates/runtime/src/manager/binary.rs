@@ -69,13 +69,7 @@ where
 {
     init_logging(args.log_format, &args.log_level);
     if !our_runtime {
-        warn_if_threads_not_applied(args.worker_threads);
-        if let Some(asked) = args.wakeup_batching {
-            tracing::warn!(
-                ?asked,
-                "--wakeup-batching is not applied: this binary built its own Tokio runtime; start it with block_on_main to honour the flag"
-            );
-        }
+        warn_runtime_flags_not_applied(args);
     }
     let result = async {
         let config = args.config(name);
@@ -89,11 +83,21 @@ where
     exit_code(name, result)
 }
 
-/// Says so when `--worker-threads` was given but the runtime `run_main`
-/// runs on (built by the binary, e.g. `#[tokio::main]`) has another shape:
-/// the flag cannot change a runtime that already runs.
-fn warn_if_threads_not_applied(asked: Option<usize>) {
-    let Some(asked) = asked else { return };
+/// Says which of the runtime's flags were given but not applied, when
+/// `run_main` runs on a runtime the binary built itself (e.g.
+/// `#[tokio::main]`): `--wakeup-batching` whenever given, and
+/// `--worker-threads` when the runtime has another shape. Neither can
+/// change a runtime that already runs.
+fn warn_runtime_flags_not_applied(args: &ManagerArgs) {
+    if let Some(asked) = args.wakeup_batching {
+        tracing::warn!(
+            ?asked,
+            "--wakeup-batching is not applied: this binary built its own Tokio runtime; start it with block_on_main to honour the flag"
+        );
+    }
+    let Some(asked) = args.worker_threads else {
+        return;
+    };
     let Ok(handle) = tokio::runtime::Handle::try_current() else {
         return;
     };
