@@ -63,14 +63,20 @@ pub const FAILED_DELETE_POD_REASON: &str = ctrlkit_childcontrol::FAILED_DELETE_R
 #[derive(Clone)]
 pub struct KubePodControl {
     pods: KubeChildControl<Pod>,
-    records_events: bool,
 }
 
 impl fmt::Debug for KubePodControl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("KubePodControl")
-            .field("records_events", &self.records_events)
-            .finish_non_exhaustive()
+        f.debug_tuple("KubePodControl").field(&self.pods).finish()
+    }
+}
+
+/// The pod control in front of `pods`, which keeps its client, events,
+/// write gate, labeller and create mode (e.g. a manager's fenced child
+/// control).
+impl From<KubeChildControl<Pod>> for KubePodControl {
+    fn from(pods: KubeChildControl<Pod>) -> Self {
+        Self { pods }
     }
 }
 
@@ -80,7 +86,6 @@ impl KubePodControl {
     pub fn new(client: Client, reporter: impl Into<Reporter>) -> Self {
         Self {
             pods: KubeChildControl::new(client, reporter),
-            records_events: true,
         }
     }
 
@@ -89,7 +94,6 @@ impl KubePodControl {
     pub fn with_event_recorder(client: Client, recorder: ctrlkit_events::Recorder) -> Self {
         Self {
             pods: KubeChildControl::with_event_recorder(client, recorder),
-            records_events: true,
         }
     }
 
@@ -99,7 +103,6 @@ impl KubePodControl {
     pub fn with_recorder(client: Client, recorder: Recorder) -> Self {
         Self {
             pods: KubeChildControl::with_recorder(client, recorder),
-            records_events: true,
         }
     }
 
@@ -107,7 +110,6 @@ impl KubePodControl {
     pub fn without_events(client: Client) -> Self {
         Self {
             pods: KubeChildControl::without_events(client),
-            records_events: false,
         }
     }
 

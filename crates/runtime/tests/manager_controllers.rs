@@ -1,5 +1,5 @@
 //! Controllers on a manager: `Controller::builder_for`, fenced
-//! `Manager::child_control`, `Manager::add_controller`, the shared
+//! `Manager::child_control` and `Manager::pod_control`, `Manager::add_controller`, the shared
 //! controller metrics and `Controller::cache`, against the test cluster.
 #![allow(clippy::unwrap_used)]
 
@@ -9,11 +9,13 @@ use std::time::Duration;
 
 use ctrlkit_childcontrol::{ChildControl, ChildControlError, ChildControlExt};
 use ctrlkit_informer::Store;
+use ctrlkit_podcontrol::{PodControl, PodControlError};
 use ctrlkit_runtime::manager::{FenceClosed, LeaderElectionConfig, Manager, ManagerConfig};
 use ctrlkit_runtime::{Action, BuildError, Controller, ObjectKey};
 use ctrlkit_testcluster::{TestCluster, TestClusterConfig};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Event, ObjectReference, Pod, PodTemplateSpec, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
 use serde_json::json;
@@ -172,6 +174,91 @@ async fn child_controls_from_the_manager_write_only_while_leading() {
     assert_eq!(source.downcast_ref(), Some(&FenceClosed::NotLeader));
     let cms: Api<ConfigMap> = Api::namespaced(cluster.client(), "default");
     assert!(cms.get_opt("web-config").await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn pod_controls_from_the_manager_write_only_while_leading() {
+    let cluster = TestCluster::start(TestClusterConfig::default())
+        .await
+        .unwrap();
+    let owner = Api::<Deployment>::namespaced(cluster.client(), "default")
+        .create(&PostParams::default(), &deployment("web", 1))
+        .await
+        .unwrap();
+    let owner_ref = ObjectReference {
+        kind: Some("Deployment".into()),
+        namespace: Some("default".into()),
+        name: owner.metadata.name.clone(),
+        uid: owner.metadata.uid.clone(),
+        ..ObjectReference::default()
+    };
+    let controller_ref = OwnerReference {
+        api_version: "apps/v1".into(),
+        kind: "Deployment".into(),
+        name: "web".into(),
+        uid: owner.metadata.uid.clone().unwrap(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    };
+    let template: PodTemplateSpec = serde_json::from_value(json!({
+        "metadata": {"labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "app", "image": "pause"}]}
+    }))
+    .unwrap();
+    let pods: Api<Pod> = Api::namespaced(cluster.client(), "default");
+
+    // A stand-by that has not won the lease refuses before sending.
+    let mut config = config_of("default");
+    config.leader_election = Some(LeaderElectionConfig::new("pod-controller", "default"));
+    let standby = Manager::with_client(cluster.client(), config).unwrap();
+    let control = standby.pod_control("pod-controller");
+    let err = control
+        .create_pods("default", &template, &owner_ref, &controller_ref)
+        .await
+        .unwrap_err();
+    let PodControlError::WriteRefused(refused) = &err else {
+        panic!("{err:?}")
+    };
+    let source = std::error::Error::source(refused).unwrap();
+    assert_eq!(source.downcast_ref(), Some(&FenceClosed::NotLeader));
+    assert!(
+        pods.list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+
+    // Without leader election the manager writes, as the controller.
+    let manager = Manager::with_client(cluster.client(), config_of("default")).unwrap();
+    let control = manager
+        .pod_control("pod-controller")
+        .with_created_metadata_only();
+    let created = control
+        .create_pods("default", &template, &owner_ref, &controller_ref)
+        .await
+        .unwrap();
+    let stored = pods
+        .get(created.metadata.name.as_deref().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(stored.metadata.owner_references, Some(vec![controller_ref]));
+    // Its event goes through the manager's recorder for the reporter.
+    let events: Api<Event> = Api::namespaced(cluster.client(), "default");
+    eventually("the SuccessfulCreate event", || async {
+        events
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .iter()
+            .any(|e| {
+                e.reason.as_deref() == Some("SuccessfulCreate")
+                    && e.source.as_ref().and_then(|s| s.component.as_deref())
+                        == Some("pod-controller")
+            })
+    })
+    .await;
 }
 
 #[tokio::test]

@@ -1,5 +1,5 @@
 //! Controllers on a manager: the shared controller metrics, one event
-//! recorder per reporter, fenced child controls, and a [`Controller`]
+//! recorder per reporter, fenced child and pod controls, and a [`Controller`]
 //! added as a runnable.
 
 use std::future::Future;
@@ -8,7 +8,9 @@ use std::sync::Arc;
 use ctrlkit_childcontrol::{ChildControl, ChildLabeller, ChildResource, KubeChildControl};
 use ctrlkit_events::{Recorder, undecodable_warning};
 use ctrlkit_informer::ObjectKey;
+use ctrlkit_podcontrol::KubePodControl;
 use ctrlkit_worker::{Action, SyncError};
+use k8s_openapi::api::core::v1::Pod;
 
 use super::lifecycle::Manager;
 use super::runnable::FnRunnable;
@@ -59,12 +61,27 @@ impl Manager {
     /// On a sharded manager (`--shard-ring`) the children it creates carry
     /// the slot label ([`child_labeller`](Self::child_labeller)).
     pub fn child_control<C: ChildResource>(&self, reporter: &str) -> Arc<dyn ChildControl<C>> {
+        Arc::new(self.kube_child_control(reporter))
+    }
+
+    /// A [`PodControl`](ctrlkit_podcontrol::PodControl) on the manager's
+    /// fenced client, written as [`child_control::<Pod>`](Self::child_control)
+    /// writes: the manager's fence as its write gate, events through
+    /// [`event_recorder(reporter)`](Self::event_recorder), the slot label
+    /// on a sharded manager. Returned as the concrete type, so a
+    /// controller can still set its own options (e.g.
+    /// [`with_created_metadata_only`](KubePodControl::with_created_metadata_only)).
+    pub fn pod_control(&self, reporter: &str) -> KubePodControl {
+        KubePodControl::from(self.kube_child_control::<Pod>(reporter))
+    }
+
+    fn kube_child_control<C: ChildResource>(&self, reporter: &str) -> KubeChildControl<C> {
         let recorder = self.event_recorder(reporter);
         let mut control = KubeChildControl::with_event_recorder(self.client().clone(), recorder);
         if let Some(labeller) = self.child_labeller() {
             control = control.with_child_labeller(labeller);
         }
-        Arc::new(control.with_write_gate(Arc::new(self.fence())))
+        control.with_write_gate(Arc::new(self.fence()))
     }
 
     /// What a child control of this manager labels the children it creates
