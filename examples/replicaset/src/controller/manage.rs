@@ -128,6 +128,7 @@ impl<O: ReplicaOwner> Shared<O> {
                 let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
                 let name = pod.metadata.name.as_deref().unwrap_or_default();
                 let result = self
+                    .writers
                     .pod_control
                     .delete_pod(namespace, name, object_ref, None)
                     .await;

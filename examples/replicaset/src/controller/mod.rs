@@ -52,14 +52,20 @@ pub(crate) struct Shared<O: ReplicaOwner> {
     pub(crate) pods: Store<Pod>,
     pub(crate) owners: Store<O>,
     pub(crate) expectations: Arc<ControllerExpectations>,
-    pub(crate) pod_control: Arc<dyn PodControl>,
-    pub(crate) owner_client: Arc<dyn OwnerClient<O>>,
+    pub(crate) writers: Writers<O>,
     pub(crate) burst_replicas: usize,
-    pub(crate) recorder: Option<Recorder>,
     pub(crate) metrics: Option<ControllerMetrics>,
     pub(crate) per_owner: Arc<PerOwner>,
     pub(crate) consistency: ConsistencyStore,
     pub(crate) counters: Arc<counters::SyncCounters>,
+}
+
+/// The API side of a controller: how it writes pods, reads and writes its
+/// owners, and records events (none in unit tests built from parts).
+pub(crate) struct Writers<O> {
+    pub(crate) pod_control: Arc<dyn PodControl>,
+    pub(crate) owner_client: Arc<dyn OwnerClient<O>>,
+    pub(crate) recorder: Option<Recorder>,
 }
 
 /// What a controller keeps per owner besides its expectations, dropped

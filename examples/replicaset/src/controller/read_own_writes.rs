@@ -53,9 +53,9 @@ impl<O: ReplicaOwner> Shared<O> {
     /// release patches are recorded under `key`.
     pub(crate) fn recording_pod_control(&self, key: &str) -> Arc<dyn PodControl> {
         if !self.consistency.is_enabled() {
-            return Arc::clone(&self.pod_control);
+            return Arc::clone(&self.writers.pod_control);
         }
         let record = RecordWrites::<Pod>::new(self.consistency.clone(), key);
-        Arc::new(Observed::new(Arc::clone(&self.pod_control), record))
+        Arc::new(Observed::new(Arc::clone(&self.writers.pod_control), record))
     }
 }

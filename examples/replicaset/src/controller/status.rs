@@ -172,7 +172,7 @@ impl<O: ReplicaOwner> Shared<O> {
                 observed_generation = status.observed_generation,
                 "updating status"
             );
-            let error = match self.owner_client.update_status(&current).await {
+            let error = match self.writers.owner_client.update_status(&current).await {
                 Ok(updated) => {
                     self.wrote_owner(&key, &updated);
                     self.per_owner.own_status.wrote(&key, &updated);
@@ -196,7 +196,7 @@ impl<O: ReplicaOwner> Shared<O> {
                 meta.namespace.as_deref().unwrap_or_default(),
                 meta.name.as_deref().unwrap_or_default(),
             );
-            current = match self.owner_client.get(ns, name).await {
+            current = match self.writers.owner_client.get(ns, name).await {
                 // A namesake must not get the status computed for its
                 // predecessor.
                 Ok(Some(fresh)) if fresh.meta().uid == meta.uid => fresh,

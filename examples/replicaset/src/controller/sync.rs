@@ -197,7 +197,7 @@ impl<O: ReplicaOwner> Shared<O> {
     }
 
     async fn warn(&self, owner: &Arc<O>, reason: &str, error: &Error) {
-        let Some(recorder) = &self.recorder else {
+        let Some(recorder) = &self.writers.recorder else {
             return;
         };
         let event = ctrlkit_events::Event {
@@ -222,7 +222,7 @@ impl<O: ReplicaOwner> Shared<O> {
         pods: Vec<Arc<Pod>>,
     ) -> Result<Vec<Arc<Pod>>, Error> {
         let owner_meta = OwnerMeta::from_resource(owner.as_ref())?;
-        let client = Arc::clone(&self.owner_client);
+        let client = Arc::clone(&self.writers.owner_client);
         // Namespace and name are read from the cached copy when the recheck
         // runs: a claim that adopts nothing copies no strings.
         let cached = Arc::clone(owner);

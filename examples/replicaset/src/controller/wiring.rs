@@ -10,7 +10,7 @@ use ctrlkit_informer::{
     index_by_controller_uid, index_orphans_by_label,
 };
 use ctrlkit_podcontrol::{KubePodControl, PodControl};
-use ctrlkit_runtime::manager::{LeaderFence, Manager};
+use ctrlkit_runtime::manager::Manager;
 use ctrlkit_runtime::shard::slot_labeller_for;
 use ctrlkit_runtime::{Action, ControllerBuilder, Owns};
 use k8s_openapi::api::apps::v1::ReplicaSet;
@@ -18,45 +18,11 @@ use k8s_openapi::api::core::v1::{Pod, ReplicationController};
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    ControllerMetrics, ControllerOptions, KubeOwnerClient, OwnerClient, PerOwner, Shared,
+    ControllerMetrics, ControllerOptions, KubeOwnerClient, OwnerClient, PerOwner, Shared, Writers,
     availability, counters, pods, read_own_writes,
 };
 use crate::Error;
 use crate::owner::ReplicaOwner;
-
-/// The API side of a controller: how it writes pods, reads and writes its
-/// owners, and records events.
-struct Writers<O> {
-    pod_control: Arc<dyn PodControl>,
-    owner_client: Arc<dyn OwnerClient<O>>,
-    recorder: Option<Recorder>,
-}
-
-impl<O: ReplicaOwner> Writers<O> {
-    /// Writers through `client`; pod writes also pass `fence` and, when
-    /// `factory` is sharded, label each pod with its owner's slot; every
-    /// event (pod creates and deletes, warnings) goes through `recorder`.
-    fn kube(
-        client: kube::Client,
-        factory: &SharedInformerFactory,
-        fence: LeaderFence,
-        recorder: Recorder,
-    ) -> Self {
-        // A created pod is tracked by its identity only (expectations,
-        // read-own-writes, the event): its response is not decoded in full.
-        let mut pods = KubePodControl::with_event_recorder(client.clone(), recorder.clone())
-            .with_created_metadata_only()
-            .with_write_gate(Arc::new(fence));
-        if let Some(labeller) = slot_labeller_for(factory) {
-            pods = pods.with_child_labeller(labeller);
-        }
-        Self {
-            pod_control: Arc::new(pods),
-            owner_client: Arc::new(KubeOwnerClient::new(client)),
-            recorder: Some(recorder),
-        }
-    }
-}
 
 /// A controller that keeps each owner's (ReplicaSet's or
 /// ReplicationController's) pod count at `spec.replicas`, the way the
@@ -91,19 +57,23 @@ impl<O: ReplicaOwner> Controller<O> {
     /// Adds the controller to `manager`, which runs it while it leads:
     /// informers from its factory (in `--namespace`, if set), metrics in
     /// its registry (one set of families for every replica controller on
-    /// it: [`ControllerMetrics::on_manager`]), and every write — pod creates, deletes and adoption
-    /// patches, status writes, events — through its fenced client, pod
-    /// writes also through the fence as their write gate, so a replica
-    /// that may have lost its lease writes nothing. An owner the informer
+    /// it: [`ControllerMetrics::on_manager`]), and every write (pod
+    /// creates, deletes and adoption patches, status writes, events)
+    /// through its fenced client, pod writes also through the fence as
+    /// their write gate ([`Manager::pod_control`]), so a replica that may
+    /// have lost its lease writes nothing. An owner the informer
     /// cannot decode gets a `Warning` `DecodeFailed` event.
     ///
     /// # Errors
     /// [`Error::Build`] if the controller is declared twice on `manager`.
     pub fn add_to(manager: &mut Manager, mut options: ControllerOptions) -> Result<(), Error> {
         options.namespace = manager.namespace().map(str::to_owned);
-        let recorder = manager.event_recorder(O::CONTROLLER_NAME);
-        let client = manager.client().clone();
-        let writers = Writers::kube(client, manager.factory(), manager.fence(), recorder);
+        let pods = manager.pod_control(O::CONTROLLER_NAME);
+        let writers = Writers {
+            pod_control: Arc::new(pods.with_created_metadata_only()),
+            owner_client: Arc::new(KubeOwnerClient::new(manager.client().clone())),
+            recorder: Some(manager.event_recorder(O::CONTROLLER_NAME)),
+        };
         let metrics = ControllerMetrics::on_manager(manager);
         let builder = ctrlkit_runtime::Controller::builder(manager.factory());
         let controller = Self::build(builder, Owns::new(), writers, &options, Some(metrics))?;
@@ -132,7 +102,15 @@ impl<O: ReplicaOwner> Controller<O> {
         let metrics = registry.map(ControllerMetrics::register);
         let builder = ctrlkit_runtime::Controller::builder(factory);
         let recorder = Recorder::new(client.clone(), O::CONTROLLER_NAME);
-        let writers = Writers::kube(client, factory, LeaderFence::unfenced(), recorder);
+        let mut pods = KubePodControl::with_event_recorder(client.clone(), recorder.clone());
+        if let Some(labeller) = slot_labeller_for(factory) {
+            pods = pods.with_child_labeller(labeller);
+        }
+        let writers = Writers {
+            pod_control: Arc::new(pods.with_created_metadata_only()),
+            owner_client: Arc::new(KubeOwnerClient::new(client)),
+            recorder: Some(recorder),
+        };
         Self::build(builder, Owns::new(), writers, &options, metrics)
     }
 
@@ -217,10 +195,8 @@ impl<O: ReplicaOwner> Controller<O> {
             pods: runtime.store_of().ok_or(Error::MissingCache("pods"))?,
             owners: runtime.store(),
             expectations: Arc::clone(runtime.expectations()),
-            pod_control: writers.pod_control,
-            owner_client: writers.owner_client,
+            writers,
             burst_replicas: options.burst_replicas.max(1),
-            recorder: writers.recorder,
             metrics,
             per_owner,
             consistency: runtime.consistency().clone(),
@@ -236,9 +212,8 @@ impl<O: ReplicaOwner> Controller<O> {
     /// # Errors
     /// [`Error::Run`] if an informer stops before it synced.
     pub async fn run(self, shutdown: CancellationToken) -> Result<(), Error> {
-        let stop = shutdown.cancelled_owned();
         self.runtime
-            .run(Shared::reconcile, self.shared, stop)
+            .run(Shared::reconcile, self.shared, shutdown.cancelled_owned())
             .await?;
         Ok(())
     }
@@ -250,9 +225,8 @@ impl<O: ReplicaOwner> Controller<O> {
     /// # Errors
     /// Whatever failed; see [`Error`].
     pub async fn sync(&self, key: &ObjectKey) -> Result<Action, Error> {
-        let shared = Arc::clone(&self.shared);
         self.runtime
-            .reconcile_once(key.clone(), Shared::reconcile, shared)
+            .reconcile_once(key.clone(), Shared::reconcile, Arc::clone(&self.shared))
             .await
     }
 

@@ -171,7 +171,7 @@ impl<O: ReplicaOwner> Shared<O> {
     }
 
     async fn publish_churn_event(&self, owner: &Arc<O>, note: String) {
-        let Some(recorder) = &self.recorder else {
+        let Some(recorder) = &self.writers.recorder else {
             return;
         };
         let event = Event {
@@ -204,6 +204,7 @@ impl<O: ReplicaOwner> Shared<O> {
                     resource_version: None,
                 };
                 let result = self
+                    .writers
                     .pod_control
                     .delete_pod(namespace, name, object_ref, Some(&preconditions))
                     .await;
