@@ -59,6 +59,9 @@ pub struct Process {
     pub name: String,
     child: Child,
     lines: Arc<Mutex<Vec<String>>>,
+    /// The thread collecting stderr; done once the process exited and its
+    /// last line was read.
+    reader: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Process {
@@ -77,7 +80,7 @@ impl Process {
         let lines = Arc::new(Mutex::new(Vec::new()));
         let sink = lines.clone();
         let prefix = name.to_string();
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 eprintln!("[{prefix}] {line}");
                 sink.lock().unwrap().push(line);
@@ -87,6 +90,7 @@ impl Process {
             name: name.to_string(),
             child,
             lines,
+            reader: Some(reader),
         }
     }
 
@@ -128,13 +132,21 @@ impl Process {
         assert!(status.success());
     }
 
-    /// Waits for the process to exit.
+    /// Waits for the process to exit and for its last log line to be
+    /// collected (a process that fails at start exits before the reader
+    /// has read what it wrote).
     pub async fn wait_exit(&mut self) -> ExitStatus {
         let name = self.name.clone();
         let child = &mut self.child;
         let deadline = tokio::time::Instant::now() + PATIENCE;
         loop {
             if let Some(status) = child.try_wait().unwrap() {
+                if let Some(reader) = self.reader.take() {
+                    tokio::task::spawn_blocking(move || reader.join())
+                        .await
+                        .unwrap()
+                        .unwrap();
+                }
                 return status;
             }
             assert!(
