@@ -46,6 +46,9 @@ pub(crate) struct CatchUp {
     /// Whether the member warned that a cache still relists past the
     /// deadline.
     pub(crate) warned: bool,
+    /// The member's claims when the reads were made: what a narrowed
+    /// cache holds once its relist for them is done.
+    claims: SlotSet,
     caches: Caches,
     reads: Arc<Mutex<Reads>>,
     task: Option<JoinHandle<()>>,
@@ -60,44 +63,72 @@ impl Drop for CatchUp {
 }
 
 impl CatchUp {
-    /// Starts the consistent reads of `caches` for `slots`; `wake` is
-    /// called once they are done, so the member checks again at once.
+    /// Starts the consistent reads of `caches` for `slots`, made once the
+    /// caches were narrowed to the member's `claims`; `wake` is called
+    /// once they are done, so the member checks again at once.
     pub(crate) fn start(
         slots: SlotSet,
         target: Option<String>,
         deadline: Instant,
+        claims: SlotSet,
         caches: Caches,
         wake: impl FnOnce() + Send + 'static,
     ) -> Self {
-        let reads = Arc::new(Mutex::new(Reads::Pending));
-        let task = (target.is_some() && !caches.is_empty()).then(|| {
-            let (caches, reads) = (caches.clone(), Arc::clone(&reads));
-            tokio::spawn(async move {
-                let mut done = Vec::with_capacity(caches.len());
-                for cache in &caches {
-                    match cache.consistent_read().await {
-                        Ok(read) => done.push(read),
-                        Err(error) => {
-                            tracing::warn!(error = &error as &dyn std::error::Error, "cannot read a cache's resource consistently for a handover: waiting for the cache's resourceVersion instead");
-                            *reads.lock() = Reads::Failed;
-                            wake();
-                            return;
-                        }
-                    }
-                }
-                *reads.lock() = Reads::Done(done);
-                wake();
-            })
-        });
-        Self {
+        let mut catch_up = Self {
             slots,
             target,
             deadline,
             warned: false,
+            claims,
             caches,
-            reads,
-            task,
+            reads: Arc::new(Mutex::new(Reads::Pending)),
+            task: None,
+        };
+        catch_up.read(wake);
+        catch_up
+    }
+
+    /// Reads again, for the member's new `claims`, if the reads were made
+    /// for others: a cache narrowed to the claims (a server-side selector
+    /// or child filter) never reflects a read of a different shard, which
+    /// would hold the slots back until the timeout. Deadline and target
+    /// stay.
+    pub(crate) fn reread_for(&mut self, claims: SlotSet, wake: impl FnOnce() + Send + 'static) {
+        if self.claims == claims {
+            return;
         }
+        self.claims = claims;
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+        self.reads = Arc::new(Mutex::new(Reads::Pending));
+        self.read(wake);
+    }
+
+    fn read(&mut self, wake: impl FnOnce() + Send + 'static) {
+        if self.target.is_none() || self.caches.is_empty() {
+            return;
+        }
+        let (caches, reads) = (self.caches.clone(), Arc::clone(&self.reads));
+        self.task = Some(tokio::spawn(async move {
+            let mut done = Vec::with_capacity(caches.len());
+            for cache in &caches {
+                match cache.consistent_read().await {
+                    Ok(read) => done.push(read),
+                    Err(error) => {
+                        tracing::warn!(
+                            error = &error as &dyn std::error::Error,
+                            "cannot read a cache's resource consistently for a handover: waiting for the cache's resourceVersion instead"
+                        );
+                        *reads.lock() = Reads::Failed;
+                        wake();
+                        return;
+                    }
+                }
+            }
+            *reads.lock() = Reads::Done(done);
+            wake();
+        }));
     }
 
     /// Whether a cache is still relisting for the member's new claims
@@ -201,6 +232,7 @@ mod tests {
             "1".parse().unwrap(),
             Some("10".into()),
             Instant::now(),
+            SlotSet::empty(),
             vec![cache as Arc<dyn Synced>],
             move || w.store(true, Ordering::SeqCst),
         );
@@ -234,6 +266,7 @@ mod tests {
             "1".parse().unwrap(),
             Some("10".into()),
             Instant::now(),
+            SlotSet::empty(),
             vec![Arc::clone(&cache) as Arc<dyn Synced>],
             || {},
         );
@@ -249,6 +282,7 @@ mod tests {
             "1".parse().unwrap(),
             Some("10".into()),
             Instant::now(),
+            SlotSet::empty(),
             vec![cache as Arc<dyn Synced>],
             || {},
         );
@@ -256,6 +290,51 @@ mod tests {
         assert_eq!(c.ready(), Ok(false), "b not in the cache yet");
         informer.apply_event(Event::Apply(pod("b", "11")));
         assert_eq!(c.ready(), Ok(true));
+    }
+
+    /// A read made before the member's claims changed lists another shard
+    /// than the narrowed cache holds, so the cache never reflects it (the
+    /// slots would wait out the timeout); made again for the new claims,
+    /// it is reflected at once.
+    #[tokio::test(start_paused = true)]
+    async fn a_read_made_for_other_claims_is_made_again_for_the_new_ones() {
+        let cached = Informer::<Pod>::manual().build();
+        cached.apply_event(Event::Init);
+        cached.apply_event(Event::InitApply(pod("a", "5")));
+        cached.apply_event(Event::InitDone);
+        let wider = Informer::<Pod>::manual().build();
+        wider.apply_event(Event::Init);
+        wider.apply_event(Event::InitApply(pod("a", "5")));
+        wider.apply_event(Event::InitApply(pod("b", "6")));
+        wider.apply_event(Event::InitDone);
+        let cache = Arc::new(Scripted {
+            informer: cached.clone(),
+            read: Mutex::new(Some(read_of(&wider, "12"))),
+        });
+        let claims: SlotSet = "0-9".parse().unwrap();
+        let mut c = CatchUp::start(
+            "1".parse().unwrap(),
+            Some("10".into()),
+            Instant::now(),
+            claims,
+            vec![Arc::clone(&cache) as Arc<dyn Synced>],
+            || {},
+        );
+        tokio::task::yield_now().await;
+        assert_eq!(
+            c.ready(),
+            Ok(false),
+            "the read shows b, outside the cache's shard"
+        );
+
+        // The server now lists the narrowed shard.
+        *cache.read.lock() = Some(read_of(&cached, "12"));
+        c.reread_for(claims, || {});
+        tokio::task::yield_now().await;
+        assert_eq!(c.ready(), Ok(false), "the same claims: no new read");
+        c.reread_for("0-4".parse().unwrap(), || {});
+        tokio::task::yield_now().await;
+        assert_eq!(c.ready(), Ok(true), "read again for the new claims");
     }
 
     /// What a consistent list of `source`'s objects at `rv` returns.

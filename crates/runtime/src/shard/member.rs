@@ -843,6 +843,12 @@ impl ShardMember {
                     (a.select)(&handover.claims);
                 }
             }
+            // Reads made for other claims show another shard than the
+            // narrowed caches now hold: read again.
+            for c in catching_up.iter_mut() {
+                let waker = Arc::clone(inner);
+                c.reread_for(handover.claims, move || waker.wake.notify_one());
+            }
             if !changes.started.is_empty() {
                 let caches = inner
                     .attached
@@ -855,6 +861,7 @@ impl ShardMember {
                     changes.started,
                     lease_rv,
                     now + config.catch_up_timeout,
+                    handover.claims,
                     caches,
                     move || waker.wake.notify_one(),
                 ));
@@ -1266,6 +1273,7 @@ mod tests {
                 set(slots),
                 target.map(str::to_owned),
                 deadline,
+                SlotSet::empty(),
                 caches.clone(),
                 || {},
             )
