@@ -843,12 +843,6 @@ impl ShardMember {
                     (a.select)(&handover.claims);
                 }
             }
-            // Reads made for other claims show another shard than the
-            // narrowed caches now hold: read again.
-            for c in catching_up.iter_mut() {
-                let waker = Arc::clone(inner);
-                c.reread_for(handover.claims, move || waker.wake.notify_one());
-            }
             if !changes.started.is_empty() {
                 let caches = inner
                     .attached
@@ -870,6 +864,13 @@ impl ShardMember {
                 c.slots = c.slots.intersection(&handover.active);
             }
             catching_up.retain(|c| !c.slots.is_empty());
+            // Reads made for other claims list another shard than the
+            // narrowed caches now hold: read again (only for slots still
+            // waiting).
+            for c in catching_up.iter_mut() {
+                let waker = Arc::clone(inner);
+                c.reread_for(handover.claims, move || waker.wake.notify_one());
+            }
             let active = handover.active.minus(&waiting(catching_up));
             // Only a slot leaving can leave a UID outside the active
             // slots: skip hashing every UID at the steps that change none.
