@@ -218,10 +218,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn without_a_read_the_cache_must_reach_the_lease_version() {
-        let informer = Informer::<Pod>::manual().build();
-        informer.apply_event(Event::Init);
-        informer.apply_event(Event::InitApply(pod("a", "5")));
-        informer.apply_event(Event::InitDone);
+        let informer = listing(&[pod("a", "5")]);
         let cache = Arc::new(Scripted {
             informer: informer.clone(),
             read: Mutex::new(None),
@@ -249,14 +246,8 @@ mod tests {
     /// lists a child the cache has not seen yet waits for exactly that.
     #[tokio::test(start_paused = true)]
     async fn a_quiet_cache_that_holds_what_the_read_shows_is_ready_at_once() {
-        let informer = Informer::<Pod>::manual().build();
-        informer.apply_event(Event::Init);
-        informer.apply_event(Event::InitApply(pod("a", "5")));
-        informer.apply_event(Event::InitDone);
-        let source = Informer::<Pod>::manual().build();
-        source.apply_event(Event::Init);
-        source.apply_event(Event::InitApply(pod("a", "5")));
-        source.apply_event(Event::InitDone);
+        let informer = listing(&[pod("a", "5")]);
+        let source = listing(&[pod("a", "5")]);
         let quiet = read_of(&source, "12");
         let cache = Arc::new(Scripted {
             informer: informer.clone(),
@@ -298,15 +289,8 @@ mod tests {
     /// it is reflected at once.
     #[tokio::test(start_paused = true)]
     async fn a_read_made_for_other_claims_is_made_again_for_the_new_ones() {
-        let cached = Informer::<Pod>::manual().build();
-        cached.apply_event(Event::Init);
-        cached.apply_event(Event::InitApply(pod("a", "5")));
-        cached.apply_event(Event::InitDone);
-        let wider = Informer::<Pod>::manual().build();
-        wider.apply_event(Event::Init);
-        wider.apply_event(Event::InitApply(pod("a", "5")));
-        wider.apply_event(Event::InitApply(pod("b", "6")));
-        wider.apply_event(Event::InitDone);
+        let cached = listing(&[pod("a", "5")]);
+        let wider = listing(&[pod("a", "5"), pod("b", "6")]);
         let cache = Arc::new(Scripted {
             informer: cached.clone(),
             read: Mutex::new(Some(read_of(&wider, "12"))),
@@ -335,6 +319,17 @@ mod tests {
         c.reread_for("0-4".parse().unwrap(), || {});
         tokio::task::yield_now().await;
         assert_eq!(c.ready(), Ok(true), "read again for the new claims");
+    }
+
+    /// A manual informer that has listed `pods`.
+    fn listing(pods: &[Pod]) -> Informer<Pod> {
+        let informer = Informer::<Pod>::manual().build();
+        informer.apply_event(Event::Init);
+        for p in pods {
+            informer.apply_event(Event::InitApply(p.clone()));
+        }
+        informer.apply_event(Event::InitDone);
+        informer
     }
 
     /// What a consistent list of `source`'s objects at `rv` returns.

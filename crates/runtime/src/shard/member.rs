@@ -359,6 +359,13 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
+    /// Wakes the member's loop: a catch-up's reads call it when done, so
+    /// the member checks its caches again at once.
+    fn waker(inner: &Arc<Self>) -> impl FnOnce() + Send + 'static {
+        let inner = Arc::clone(inner);
+        move || inner.wake.notify_one()
+    }
+
     /// `assign(members)`, computed again only when the members change.
     fn assignment(&self, members: &[String]) -> Vec<SlotSet> {
         let mut memo = self.assignment.lock();
@@ -850,14 +857,13 @@ impl ShardMember {
                     .iter()
                     .flat_map(|a| a.caches.iter().cloned())
                     .collect();
-                let waker = Arc::clone(inner);
                 catching_up.push(CatchUp::start(
                     changes.started,
                     lease_rv,
                     now + config.catch_up_timeout,
                     handover.claims,
                     caches,
-                    move || waker.wake.notify_one(),
+                    Inner::waker(inner),
                 ));
             }
             for c in catching_up.iter_mut() {
@@ -868,8 +874,7 @@ impl ShardMember {
             // narrowed caches now hold: read again (only for slots still
             // waiting).
             for c in catching_up.iter_mut() {
-                let waker = Arc::clone(inner);
-                c.reread_for(handover.claims, move || waker.wake.notify_one());
+                c.reread_for(handover.claims, Inner::waker(inner));
             }
             let active = handover.active.minus(&waiting(catching_up));
             // Only a slot leaving can leave a UID outside the active
