@@ -47,14 +47,32 @@ const TEN_MINUTES: Duration = Duration::from_secs(600);
 
 // ----- log capture ------------------------------------------------------
 
-/// Everything the controller logs while the guard lives (thread-local, so
-/// tests must run on the current-thread runtime, which `tokio::test` does).
+/// Everything the controller logs on this thread while the guard lives
+/// (tests must run on the current-thread runtime, which `tokio::test`
+/// does).
+///
+/// One process-wide subscriber writes each event into the capture of the
+/// thread that logged it. A subscriber per test (`set_default`) would
+/// lose events: tracing caches each callsite's interest once, computed on
+/// the first thread to reach it, so a test without a subscriber reaching
+/// "owner is gone" first turned it off for every test in the binary.
 #[derive(Clone, Default)]
 struct Logs(Arc<Mutex<Vec<u8>>>);
 
-impl io::Write for Logs {
+thread_local! {
+    static CAPTURE: std::cell::RefCell<Option<Logs>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Writes into the capture of the current thread, if any.
+struct ThreadCapture;
+
+impl io::Write for ThreadCapture {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.lock().extend_from_slice(buf);
+        CAPTURE.with(|c| {
+            if let Some(logs) = &*c.borrow() {
+                logs.0.lock().extend_from_slice(buf);
+            }
+        });
         Ok(buf.len())
     }
     fn flush(&mut self) -> io::Result<()> {
@@ -62,24 +80,32 @@ impl io::Write for Logs {
     }
 }
 
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Logs {
-    type Writer = Logs;
-    fn make_writer(&'a self) -> Logs {
-        self.clone()
+/// Ends the current thread's capture when dropped.
+struct CaptureGuard;
+
+impl Drop for CaptureGuard {
+    fn drop(&mut self) {
+        CAPTURE.with(|c| c.borrow_mut().take());
     }
 }
 
 impl Logs {
-    fn capture() -> (Logs, tracing::subscriber::DefaultGuard) {
+    fn capture() -> (Logs, CaptureGuard) {
+        static SUBSCRIBER: std::sync::Once = std::sync::Once::new();
+        SUBSCRIBER.call_once(|| {
+            let subscriber = tracing_subscriber::fmt()
+                .with_env_filter(tracing_subscriber::EnvFilter::new(
+                    "ctrlkit_replicaset=debug,ctrlkit_worker=debug,warn",
+                ))
+                .with_writer(|| ThreadCapture)
+                .with_ansi(false)
+                .finish();
+            tracing::subscriber::set_global_default(subscriber)
+                .expect("no other global subscriber in this test binary");
+        });
         let logs = Logs::default();
-        let subscriber = tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::new(
-                "ctrlkit_replicaset=debug,ctrlkit_worker=debug,warn",
-            ))
-            .with_writer(logs.clone())
-            .with_ansi(false)
-            .finish();
-        (logs, tracing::subscriber::set_default(subscriber))
+        CAPTURE.with(|c| *c.borrow_mut() = Some(logs.clone()));
+        (logs, CaptureGuard)
     }
 
     fn lines(&self, needle: &str) -> Vec<String> {
