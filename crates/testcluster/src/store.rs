@@ -1,6 +1,11 @@
 //! The object store: one table per resource, one global resourceVersion
 //! counter, and the ring buffer of watch events.
 //!
+//! A commit wakes the watches of its own resource only, as kube-apiserver's
+//! watch cache is one per resource: a Lease watch is not woken by pod
+//! churn, and falls behind the shared history only when an event of its
+//! own resource was dropped from it.
+//!
 //! Writers compute a new object outside the lock from a snapshot and commit
 //! it with a compare-and-swap on the snapshot's resourceVersion. The object
 //! is serialized before the lock is taken, so the lock is held only for the
@@ -195,6 +200,19 @@ pub(crate) struct TooOld {
     pub(crate) oldest: u64,
 }
 
+/// The events of one resource after a version, from [`Store::scan`].
+pub(crate) struct Scan {
+    /// The resource's events, oldest first.
+    pub(crate) events: Vec<Arc<Event>>,
+    /// The newest version looked at: the next scan starts after it.
+    pub(crate) cursor: u64,
+    /// Whether the history holds versions after `cursor` not looked at yet.
+    pub(crate) more: bool,
+}
+
+/// History entries one [`Store::scan`] looks at under the lock at most.
+const SCAN_LIMIT: usize = 16_384;
+
 struct Inner {
     rv: u64,
     /// One table per storage resource id, grown as types are registered.
@@ -204,6 +222,12 @@ struct Inner {
     history_bytes: usize,
     /// The highest resourceVersion evicted from `history`.
     compacted: u64,
+    /// Per storage resource id, the highest resourceVersion of its events
+    /// evicted from `history`: a watch of the resource after it missed
+    /// nothing.
+    compacted_by_resource: Vec<u64>,
+    /// Per storage resource id, what wakes its watches.
+    changed: Vec<tokio::sync::watch::Sender<u64>>,
     /// uid -> where the object lives.
     uids: HashMap<String, (usize, Key)>,
     /// owner uid -> dependents naming it in an ownerReference.
@@ -273,6 +297,8 @@ impl Store {
                 history: VecDeque::new(),
                 history_bytes: 0,
                 compacted: 0,
+                compacted_by_resource: Vec::new(),
+                changed: Vec::new(),
                 uids: HashMap::new(),
                 dependents: HashMap::new(),
             }),
@@ -303,6 +329,11 @@ impl Store {
     /// A receiver that changes whenever a write commits.
     pub(crate) fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
         self.latest.subscribe()
+    }
+
+    /// A receiver that changes whenever a write to `resource` commits.
+    pub(crate) fn subscribe_to(&self, resource: ResourceId) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.lock().changed_mut(resource).subscribe()
     }
 
     pub(crate) fn get(&self, resource: ResourceId, key: &Key) -> Option<Arc<Stored>> {
@@ -398,7 +429,7 @@ impl Store {
             });
         }
         let mut evicted = Vec::new();
-        let stored = {
+        let (stored, changed) = {
             let mut guard = self.inner.lock();
             let inner = &mut *guard;
             let current = inner.table_mut(resource).get(key).cloned();
@@ -440,6 +471,7 @@ impl Store {
             };
             inner.history_bytes += event.bytes();
             inner.history.push_back(Arc::new(event));
+            let changed = inner.changed_mut(resource).clone();
             // The newest event stays even if it alone is over the byte
             // budget: a watch must be able to resume from the latest version.
             while inner.history.len() > self.limits.history_events
@@ -449,12 +481,17 @@ impl Store {
                     break;
                 };
                 inner.compacted = old.rv;
+                if let Some(c) = inner.compacted_by_resource.get_mut(old.resource) {
+                    *c = old.rv;
+                }
                 inner.history_bytes -= old.bytes();
                 evicted.push(old);
             }
-            stored
+            (stored, changed)
         };
         drop(evicted);
+        // Woken outside the lock, so watches do not wait on it at once.
+        changed.send_replace(stored.rv);
         self.latest.send_replace(stored.rv);
         Ok(stored)
     }
@@ -475,6 +512,50 @@ impl Store {
         let start = usize::try_from((after + 1).saturating_sub(first)).map_or(len, |s| s.min(len));
         let end = start.saturating_add(max).min(len);
         Ok(inner.history.range(start..end).cloned().collect())
+    }
+
+    /// Up to `max` events of `resource` with a resourceVersion greater than
+    /// `after`, looking at no more than [`SCAN_LIMIT`] history entries.
+    /// `Err` only when an event of `resource` after `after` was evicted:
+    /// events of other resources leaving the history do not make a watch
+    /// of this one too old.
+    pub(crate) fn scan(
+        &self,
+        resource: ResourceId,
+        after: u64,
+        max: usize,
+    ) -> Result<Scan, TooOld> {
+        let inner = self.inner.lock();
+        let compacted = inner
+            .compacted_by_resource
+            .get(resource)
+            .copied()
+            .unwrap_or(0);
+        if after < compacted {
+            return Err(TooOld { oldest: compacted });
+        }
+        let mut scan = Scan {
+            events: Vec::new(),
+            cursor: after,
+            more: false,
+        };
+        let Some(first) = inner.history.front().map(|e| e.rv) else {
+            return Ok(scan);
+        };
+        // Every commit pushes exactly one event, so versions are contiguous.
+        let len = inner.history.len();
+        let start = usize::try_from((after + 1).saturating_sub(first)).map_or(len, |s| s.min(len));
+        for (looked, event) in inner.history.range(start..).enumerate() {
+            if looked == SCAN_LIMIT || scan.events.len() == max {
+                scan.more = true;
+                break;
+            }
+            scan.cursor = event.rv;
+            if event.resource == resource {
+                scan.events.push(event.clone());
+            }
+        }
+        Ok(scan)
     }
 
     /// Whether a watch may start from `rv`.
@@ -515,6 +596,18 @@ impl Store {
 }
 
 impl Inner {
+    /// What wakes the watches of `resource`, created (with any before it)
+    /// if new.
+    fn changed_mut(&mut self, resource: ResourceId) -> &mut tokio::sync::watch::Sender<u64> {
+        if self.changed.len() <= resource {
+            let rv = self.rv;
+            self.changed
+                .resize_with(resource + 1, || tokio::sync::watch::channel(rv).0);
+            self.compacted_by_resource.resize(resource + 1, 0);
+        }
+        &mut self.changed[resource]
+    }
+
     /// The table of `resource`, created (with any before it) if new.
     fn table_mut(&mut self, resource: ResourceId) -> &mut BTreeMap<Key, Arc<Stored>> {
         if self.tables.len() <= resource {

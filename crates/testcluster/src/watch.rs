@@ -164,12 +164,13 @@ struct State {
     closed: tokio::sync::watch::Receiver<bool>,
     deadline: Instant,
     next_bookmark: Instant,
+    bookmark_due: bool,
     done: bool,
 }
 
 /// The stream of watch frames for `spec`.
 pub(crate) fn watch(api: Arc<Api>, spec: WatchSpec) -> BoxStream<'static, Bytes> {
-    let mut changes = api.store.subscribe();
+    let mut changes = api.store.subscribe_to(spec.resource);
     changes.borrow_and_update();
     let mut pending = VecDeque::new();
     let mut done = false;
@@ -221,6 +222,7 @@ pub(crate) fn watch(api: Arc<Api>, spec: WatchSpec) -> BoxStream<'static, Bytes>
         closed: api.closed(),
         deadline,
         next_bookmark: now + spec.bookmark_interval,
+        bookmark_due: false,
         api,
         spec,
         cursor,
@@ -240,26 +242,16 @@ async fn next_frame(mut st: State) -> Option<(Bytes, State)> {
             return None;
         }
         st.changes.borrow_and_update();
-        match st.api.store.events_after(st.cursor, 512) {
-            Err(too_old) => {
-                st.pending.push_back(gone_frame(&format!(
-                    "too old resource version: {} ({})",
-                    st.cursor,
-                    too_old.oldest + 1
-                )));
-                st.done = true;
-                continue;
-            }
-            Ok(events) if !events.is_empty() => {
-                for event in events {
-                    st.cursor = event.rv;
-                    if let Some(frame) = st.spec.frame_for(&event) {
-                        st.pending.push_back(frame);
-                    }
-                }
-                continue;
-            }
-            Ok(_) => {}
+        if catch_up(&mut st) {
+            continue;
+        }
+        // Sent once the cursor is at the newest version: other resources'
+        // commits do not wake this watch, so it looks at them first.
+        if st.bookmark_due {
+            st.bookmark_due = false;
+            let frame = st.spec.bookmark(st.cursor, false);
+            st.pending.push_back(frame);
+            continue;
         }
         let bookmarks = st.spec.bookmarks;
         tokio::select! {
@@ -272,9 +264,36 @@ async fn next_frame(mut st: State) -> Option<(Bytes, State)> {
             _ = st.closed.changed() => return None,
             _ = tokio::time::sleep_until(st.next_bookmark), if bookmarks => {
                 st.next_bookmark = Instant::now() + st.spec.bookmark_interval;
-                let frame = st.spec.bookmark(st.cursor, false);
-                st.pending.push_back(frame);
+                st.bookmark_due = true;
             }
+        }
+    }
+}
+
+/// Moves the watch's cursor over one batch of the history, queueing the
+/// frames it sees and, when its resource's history is gone, the 410 Gone
+/// that ends it. Returns whether the caller should look again before
+/// waiting (something was queued, or history is left to look at).
+fn catch_up(st: &mut State) -> bool {
+    match st.api.store.scan(st.spec.resource, st.cursor, 512) {
+        Err(too_old) => {
+            st.pending.push_back(gone_frame(&format!(
+                "too old resource version: {} ({})",
+                st.cursor,
+                too_old.oldest + 1
+            )));
+            st.done = true;
+            true
+        }
+        Ok(scan) => {
+            st.cursor = scan.cursor;
+            let queued = st.pending.len();
+            for event in scan.events {
+                if let Some(frame) = st.spec.frame_for(&event) {
+                    st.pending.push_back(frame);
+                }
+            }
+            scan.more || st.pending.len() > queued
         }
     }
 }

@@ -16,9 +16,9 @@ use serde_json::json;
 
 const GUARD: Duration = Duration::from_secs(30);
 
-async fn next_raw<S>(stream: &mut S) -> WatchEvent<Pod>
+async fn next_raw<K, S>(stream: &mut S) -> WatchEvent<K>
 where
-    S: futures::Stream<Item = kube::Result<WatchEvent<Pod>>> + Unpin,
+    S: futures::Stream<Item = kube::Result<WatchEvent<K>>> + Unpin,
 {
     tokio::time::timeout(GUARD, stream.next())
         .await
@@ -310,5 +310,69 @@ async fn streaming_list_sends_initial_events_then_marker() {
     {
         watcher::Event::Apply(p) => assert_eq!(p.name_any(), "c"),
         other => panic!("unexpected {other:?}"),
+    }
+}
+
+/// kube-apiserver keeps a watch cache per resource: churn on pods neither
+/// wakes nor expires a quiet ConfigMap watch, whose bookmarks still carry
+/// the newest resourceVersion.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_resources_churn_neither_expires_a_watch_nor_holds_back_its_bookmarks() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::PostParams;
+
+    let config = TestClusterConfig::default()
+        .with_watch_history(5)
+        .with_bookmark_interval(Duration::from_millis(50));
+    let cluster = TestCluster::start(config).await.unwrap();
+    let client = cluster.client();
+    let maps = Api::<ConfigMap>::namespaced(client.clone(), "default");
+    let rv = maps
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let mut stream = maps
+        .watch(&WatchParams::default(), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    for i in 0..20 {
+        create_pod(&client, &format!("churn{i}"), json!({})).await;
+    }
+    let newest = Api::<Pod>::namespaced(client.clone(), "default")
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    loop {
+        match next_raw(&mut stream).await {
+            WatchEvent::Bookmark(b) if b.metadata.resource_version == newest => break,
+            WatchEvent::Bookmark(_) => {}
+            WatchEvent::Error(e) => panic!("the watch ended with {}: {}", e.code, e.message),
+            other => panic!("expected only bookmarks, got {other:?}"),
+        }
+    }
+    let created = maps
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "after-churn"}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    loop {
+        match next_raw(&mut stream).await {
+            WatchEvent::Added(m) => {
+                assert_eq!(m.name_any(), "after-churn");
+                assert_eq!(m.resource_version(), created.resource_version());
+                break;
+            }
+            WatchEvent::Bookmark(_) => {}
+            other => panic!("expected the ConfigMap's ADDED, got {other:?}"),
+        }
     }
 }
