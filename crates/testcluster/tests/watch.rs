@@ -40,6 +40,15 @@ where
     }
 }
 
+/// The resourceVersion a list of `api` is consistent with.
+async fn list_version<K>(api: &Api<K>) -> String
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let list = api.list(&ListParams::default()).await.unwrap();
+    list.metadata.resource_version.unwrap()
+}
+
 fn describe(e: &WatchEvent<Pod>) -> String {
     match e {
         WatchEvent::Added(p) => format!("ADDED {}", p.name_any()),
@@ -55,8 +64,7 @@ async fn watch_delivers_changes_in_order_and_resumes() {
     let cluster = start().await;
     let client = cluster.client();
     let pods = Api::<Pod>::namespaced(client.clone(), "default");
-    let list = pods.list(&ListParams::default()).await.unwrap();
-    let start_rv = list.metadata.resource_version.unwrap();
+    let start_rv = list_version(&pods).await;
 
     let mut stream = pods
         .watch(&WatchParams::default(), &start_rv)
@@ -109,13 +117,7 @@ async fn watch_of_one_name_and_selector_transitions() {
     let cluster = start().await;
     let client = cluster.client();
     let pods = Api::<Pod>::namespaced(client.clone(), "default");
-    let rv = pods
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    let rv = list_version(&pods).await;
     let mut by_name = pods
         .watch(&WatchParams::default().fields("metadata.name=b"), &rv)
         .await
@@ -157,13 +159,7 @@ async fn idle_watch_gets_bookmarks() {
     let client = cluster.client();
     create_pod(&client, "a", json!({})).await;
     let pods = Api::<Pod>::namespaced(client.clone(), "default");
-    let rv = pods
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    let rv = list_version(&pods).await;
     let mut stream = pods
         .watch(&WatchParams::default(), &rv)
         .await
@@ -179,13 +175,7 @@ async fn idle_watch_gets_bookmarks() {
 async fn watch_with_timeout_ends() {
     let cluster = start().await;
     let pods = Api::<Pod>::namespaced(cluster.client(), "default");
-    let rv = pods
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    let rv = list_version(&pods).await;
     let stream = pods
         .watch(&WatchParams::default().timeout(1).disable_bookmarks(), &rv)
         .await
@@ -202,13 +192,7 @@ async fn too_old_version_is_gone_and_watcher_relists() {
     let cluster = TestCluster::start(config).await.unwrap();
     let client = cluster.client();
     let pods = Api::<Pod>::namespaced(client.clone(), "default");
-    let old_rv = pods
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    let old_rv = list_version(&pods).await;
     for i in 0..10 {
         create_pod(&client, &format!("p{i}"), json!({})).await;
     }
@@ -327,13 +311,7 @@ async fn other_resources_churn_neither_expires_a_watch_nor_holds_back_its_bookma
     let cluster = TestCluster::start(config).await.unwrap();
     let client = cluster.client();
     let maps = Api::<ConfigMap>::namespaced(client.clone(), "default");
-    let rv = maps
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    let rv = list_version(&maps).await;
     let mut stream = maps
         .watch(&WatchParams::default(), &rv)
         .await
@@ -342,13 +320,7 @@ async fn other_resources_churn_neither_expires_a_watch_nor_holds_back_its_bookma
     for i in 0..20 {
         create_pod(&client, &format!("churn{i}"), json!({})).await;
     }
-    let newest = Api::<Pod>::namespaced(client.clone(), "default")
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    let newest = list_version(&Api::<Pod>::namespaced(client.clone(), "default")).await;
     loop {
         match next_raw(&mut stream).await {
             WatchEvent::Bookmark(b) if b.metadata.resource_version == newest => break,
