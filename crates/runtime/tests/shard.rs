@@ -433,12 +433,9 @@ async fn renewals_failing_intermittently_fence_members_but_never_double_sync() {
     // writes fail for a while, so members come back one by one, hand slots
     // to each other and now and then miss a renewal.
     let leases_failing = |rate: f64| FaultConfig {
-        errors: vec![ErrorRule {
-            verb: Some("patch".into()),
-            resource: Some("leases".into()),
-            rate,
-            kind: ErrorKind::InternalError,
-        }],
+        errors: vec![
+            ErrorRule::verb("patch", rate, ErrorKind::InternalError).for_resource("leases"),
+        ],
         ..FaultConfig::default()
     };
     cluster.faults().set_config(leases_failing(1.0));

@@ -159,6 +159,10 @@ pub struct ErrorRule {
     /// pods request including subresources; `pods/status` matches only the
     /// status subresource.
     pub resource: Option<String>,
+    /// Object name to match (`None` = any). Only requests that name an
+    /// object in their path match a name: get, update, patch, delete, not
+    /// create or list.
+    pub name: Option<String>,
     /// Probability in `[0, 1]` that a matching request fails.
     pub rate: f64,
     /// The error to answer with.
@@ -171,6 +175,7 @@ impl ErrorRule {
         ErrorRule {
             verb: Some(verb.to_owned()),
             resource: None,
+            name: None,
             rate,
             kind,
         }
@@ -181,6 +186,7 @@ impl ErrorRule {
         ErrorRule {
             verb: None,
             resource: None,
+            name: None,
             rate,
             kind,
         }
@@ -192,9 +198,17 @@ impl ErrorRule {
         self
     }
 
+    /// Restrict this rule to requests naming the object `name` (see
+    /// [`ErrorRule::name`]): one member's Lease renewals, say.
+    pub fn for_name(mut self, name: &str) -> ErrorRule {
+        self.name = Some(name.to_owned());
+        self
+    }
+
     fn matches(&self, req: &RequestInfo<'_>) -> bool {
         let verb_ok = self.verb.as_deref().is_none_or(|v| v == req.verb);
-        verb_ok && resource_matches(self.resource.as_deref(), req)
+        let name_ok = self.name.is_none() || self.name.as_deref() == req.name;
+        verb_ok && name_ok && resource_matches(self.resource.as_deref(), req)
     }
 }
 

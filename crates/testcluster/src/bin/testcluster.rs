@@ -149,6 +149,7 @@ fn parse_error_rule(s: &str) -> Result<ErrorRule, String> {
     Ok(ErrorRule {
         verb: (verb != "*").then(|| verb.to_owned()),
         resource,
+        name: None,
         rate,
         kind,
     })
