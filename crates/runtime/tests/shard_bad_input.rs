@@ -512,3 +512,66 @@ async fn a_member_joining_does_not_take_the_slots_of_a_lease_hidden_by_hand() {
     a.stop().await;
     assert_eq!(checker.violations(), 0);
 }
+
+/// A ring Lease deleted by hand shows in no list, yet its member may
+/// still be syncing: until its watch shows it the delete (a lagging watch
+/// can take a while) and, when its renewals fail, until its renew
+/// deadline. A member joining meanwhile sees no one claiming those slots,
+/// and must still not start them before one lease duration has passed
+/// since it joined. The deleted member's renewals fail here, so the ring
+/// stays without it until the faults are cleared.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_joining_after_a_lease_was_deleted_by_hand_waits_a_lease_duration() {
+    const RING: &str = "deleted";
+    let cluster = cluster_with_owners(OWNERS, "other").await;
+    let leases: Api<Lease> = Api::namespaced(cluster.client(), "default");
+    let checker = Arc::new(SyncChecker::default());
+    let mut registry = Registry::default();
+    let metrics = ShardMetrics::register(&mut registry);
+    let a = start(&cluster, "default", RING, "a", &checker, &metrics);
+    until("a holds every slot", || {
+        a.member.held_slots() == SlotSet::full()
+    })
+    .await;
+    until("a syncs", || checker.syncs() > 0).await;
+
+    cluster.faults().set_config(FaultConfig {
+        errors: vec![
+            ErrorRule::verb("patch", 1.0, ErrorKind::InternalError)
+                .for_resource("leases")
+                .for_name("deleted-a"),
+        ],
+        ..FaultConfig::default()
+    });
+    leases
+        .delete("deleted-a", &Default::default())
+        .await
+        .unwrap();
+    let joined = tokio::time::Instant::now();
+    let b = start(&cluster, "default", RING, "b", &checker, &metrics);
+    let (sampling, sampler) = sample_busy_overlaps(vec![a.member.clone(), b.member.clone()]);
+    until("b holds a slot", || !b.member.held_slots().is_empty()).await;
+    // The member's lease duration (2 s) from its join-time list, which
+    // came after `joined`.
+    assert!(
+        joined.elapsed() >= Duration::from_secs(2),
+        "b started slots nobody visibly claimed {:?} after joining",
+        joined.elapsed()
+    );
+    until("b holds every slot", || {
+        b.member.held_slots() == SlotSet::full()
+    })
+    .await;
+    assert!(logs().warned(RING, "re-creating it at the next renewal"));
+
+    cluster.faults().clear();
+    until("a re-created its Lease and the two share the slots", || {
+        covers(&[&a, &b])
+    })
+    .await;
+    sampling.cancel();
+    assert_eq!(sampler.await.unwrap(), 0, "busy slots overlapped");
+    a.stop().await;
+    b.stop().await;
+    assert_eq!(checker.violations(), 0);
+}

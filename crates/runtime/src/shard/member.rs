@@ -662,7 +662,10 @@ impl ShardMember {
 
     /// Takes part in the ring until `shutdown` completes: creates and
     /// renews the member's Lease, watches the ring's Leases, and hands
-    /// slots over as members come and go. On shutdown it stops syncing,
+    /// slots over as members come and go. Slots no Lease of the ring
+    /// claims when the member joins start one lease duration after it
+    /// joined (a member whose Lease was deleted by hand may still sync
+    /// them); slots other members hold move by the handover protocol. On shutdown it stops syncing,
     /// waits (at most one lease duration) for the syncs in flight,
     /// releases its claims and deletes its Lease, so its slots move at
     /// once.
@@ -999,7 +1002,10 @@ impl ShardMember {
     /// hand, invisible to the ring's informer, may still be syncing them)
     /// until they would have expired, as the other members do for a
     /// Lease that vanished while they watched (see
-    /// [`RingView::observe_hidden`]). A failed list is retried every
+    /// [`RingView::observe_hidden`]). The slots no Lease of the ring
+    /// claims are kept the same way, for one lease duration: a member
+    /// whose Lease was deleted by hand shows in no list at all (see
+    /// [`RingView::observe_unseen`]). A failed list is retried every
     /// `tick`: no slot starts before it succeeds. Returns `false` if
     /// `shutdown` completed first.
     async fn observe_hidden_leases(
@@ -1013,11 +1019,26 @@ impl ShardMember {
             match api.list(&ListParams::default()).await {
                 Ok(list) => {
                     let now = Instant::now();
+                    let ring = &inner.config.ring;
+                    let claimed = list
+                        .items
+                        .iter()
+                        .filter(|l| {
+                            l.metadata.labels.as_ref().and_then(|m| m.get(RING_LABEL)) == Some(ring)
+                        })
+                        .fold(SlotSet::empty(), |all, l| {
+                            all.union(&Claims::of(l).effective())
+                        });
+                    let free = SlotSet::full().minus(&claimed);
                     let mut view = inner.view.lock();
                     for lease in &list.items {
                         if lease.metadata.name.as_deref() != Some(inner.lease_name.as_str()) {
                             view.observe_hidden(lease, now);
                         }
+                    }
+                    view.observe_unseen(free, now, inner.config.lease_duration);
+                    if !free.is_empty() {
+                        tracing::info!(ring = %ring, member = %inner.lease_name, slots = free.len(), wait = ?inner.config.lease_duration, "slots no Lease of the ring claims start one lease duration after joining (a member whose Lease was deleted by hand may still sync them)");
                     }
                     return true;
                 }

@@ -30,6 +30,11 @@ pub const CHECK_ANNOTATION: &str = "ctrlkit.io/shard-claims-check";
 /// it no longer takes part and its slots may move at once.
 pub const RELEASED_ANNOTATION: &str = "ctrlkit.io/shard-released";
 
+/// The view's entry for the slots no Lease claimed when this member
+/// joined (see [`RingView::observe_unseen`]). Not a valid Lease name, so
+/// never that of a Lease.
+const UNSEEN: &str = "(unclaimed at join)";
+
 /// The check value of `claims` written on the Lease `lease_name`.
 pub(crate) fn claims_check(lease_name: &str, claims: &str) -> String {
     format!("{:016x}", fnv1a_64(&format!("{lease_name}\n{claims}")))
@@ -315,6 +320,34 @@ impl RingView {
         self.observe_gone(name);
     }
 
+    /// The slots no Lease of the ring claimed when this member joined
+    /// (`free`, from the join-time list), kept as claimed by someone unseen
+    /// until `duration` after `now`: a member whose Lease was deleted by
+    /// hand does not show in any list, yet syncs its slots until its next
+    /// renewal re-creates the Lease (which then shows it) or, if that
+    /// fails, until its renew deadline. The members that saw the Lease
+    /// vanish keep its claims as a vanished Lease's; this one cannot tell
+    /// such slots from free ones, so it waits for all of them. Slots a
+    /// visible member claimed are not included: they move by the handover
+    /// protocol, without this wait. Not a member: it takes no slot of the
+    /// assignment.
+    pub(crate) fn observe_unseen(&mut self, free: SlotSet, now: Instant, duration: Duration) {
+        if free.is_empty() {
+            return;
+        }
+        self.peers.insert(
+            UNSEEN.to_owned(),
+            Peer {
+                claims: Claims::Valid(free),
+                released: true,
+                duration,
+                resource_version: None,
+                seen: now,
+                gone: true,
+            },
+        );
+    }
+
     /// A Lease left the informer (deleted, or no longer labelled).
     pub(crate) fn observe_gone(&mut self, name: &str) {
         self.expired.remove(name);
@@ -330,6 +363,14 @@ impl RingView {
     /// resourceVersion of those still in the informer (to garbage-collect),
     /// and the expired Leases seen again since (a delete that failed).
     pub(crate) fn prune(&mut self, now: Instant, min_duration: Duration) -> Vec<Expired> {
+        if self
+            .peers
+            .get(UNSEEN)
+            .is_some_and(|p| p.expires(min_duration) <= now)
+        {
+            // No Lease to report or delete: the slots are simply free now.
+            self.peers.remove(UNSEEN);
+        }
         let mut expired: Vec<Expired> = self
             .peers
             .iter()
@@ -553,6 +594,32 @@ mod tests {
         view.observe_gone("r-c");
         assert_eq!(view.prune(t0, min), Vec::<Expired>::new());
         assert_eq!(view.peers.len(), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn slots_unclaimed_at_join_block_for_a_lease_duration_without_a_member() {
+        let mut view = RingView::default();
+        let min = Duration::from_secs(10);
+        let t0 = Instant::now();
+        view.observe_unseen("0-9".parse().unwrap(), t0, min);
+        let snap = view.snapshot("r-a", t0 + Duration::from_secs(9), min);
+        assert!(
+            snap.others_claims.contains(3),
+            "the slots free at join block"
+        );
+        assert!(!snap.others_claims.contains(10), "and only those");
+        assert!(snap.members.is_empty(), "not a member");
+        assert_eq!(
+            view.prune(t0 + Duration::from_secs(10), min),
+            Vec::<Expired>::new(),
+            "no Lease to report or delete"
+        );
+        let snap = view.snapshot("r-a", t0 + Duration::from_secs(10), min);
+        assert!(snap.others_claims.is_empty(), "free after a lease duration");
+        assert!(view.peers.is_empty());
+
+        view.observe_unseen(SlotSet::empty(), t0, min);
+        assert!(view.peers.is_empty(), "nothing free at join: no entry");
     }
 
     #[tokio::test(start_paused = true)]
