@@ -665,10 +665,11 @@ impl ShardMember {
     /// slots over as members come and go. Slots no Lease of the ring
     /// claims when the member joins start one lease duration after it
     /// joined (a member whose Lease was deleted by hand may still sync
-    /// them); slots other members hold move by the handover protocol. On shutdown it stops syncing,
-    /// waits (at most one lease duration) for the syncs in flight,
-    /// releases its claims and deletes its Lease, so its slots move at
-    /// once.
+    /// them); slots other members hold move by the handover protocol.
+    ///
+    /// On shutdown it stops syncing, waits (at most one lease duration)
+    /// for the syncs in flight, releases its claims and deletes its Lease,
+    /// so its slots move at once.
     ///
     /// Dropping the future instead leaves the Lease to expire, as a crash
     /// does: the other members take the slots over one lease duration
