@@ -1006,7 +1006,7 @@ impl ShardMember {
     /// [`RingView::observe_hidden`]). The slots no Lease of the ring
     /// claims are kept the same way, for one lease duration: a member
     /// whose Lease was deleted by hand shows in no list at all (see
-    /// [`RingView::observe_unseen`]). A failed list is retried every
+    /// [`RingView::observe_unclaimed`]). A failed list is retried every
     /// `tick`: no slot starts before it succeeds. Returns `false` if
     /// `shutdown` completed first.
     async fn observe_hidden_leases(
@@ -1020,26 +1020,21 @@ impl ShardMember {
             match api.list(&ListParams::default()).await {
                 Ok(list) => {
                     let now = Instant::now();
-                    let ring = &inner.config.ring;
-                    let claimed = list
-                        .items
-                        .iter()
-                        .filter(|l| {
-                            l.metadata.labels.as_ref().and_then(|m| m.get(RING_LABEL)) == Some(ring)
-                        })
-                        .fold(SlotSet::empty(), |all, l| {
-                            all.union(&Claims::of(l).effective())
-                        });
-                    let free = SlotSet::full().minus(&claimed);
                     let mut view = inner.view.lock();
                     for lease in &list.items {
                         if lease.metadata.name.as_deref() != Some(inner.lease_name.as_str()) {
                             view.observe_hidden(lease, now);
                         }
                     }
-                    view.observe_unseen(free, now, inner.config.lease_duration);
-                    if !free.is_empty() {
-                        tracing::info!(ring = %ring, member = %inner.lease_name, slots = free.len(), wait = ?inner.config.lease_duration, "slots no Lease of the ring claims start one lease duration after joining (a member whose Lease was deleted by hand may still sync them)");
+                    let config = &inner.config;
+                    let waiting = view.observe_unclaimed(
+                        &config.ring,
+                        &list.items,
+                        now,
+                        config.lease_duration,
+                    );
+                    if waiting > 0 {
+                        tracing::info!(ring = %config.ring, member = %inner.lease_name, slots = waiting, wait = ?config.lease_duration, "slots no Lease of the ring claims start one lease duration after joining (a member whose Lease was deleted by hand may still sync them)");
                     }
                     return true;
                 }

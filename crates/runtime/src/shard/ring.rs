@@ -30,11 +30,6 @@ pub const CHECK_ANNOTATION: &str = "ctrlkit.io/shard-claims-check";
 /// it no longer takes part and its slots may move at once.
 pub const RELEASED_ANNOTATION: &str = "ctrlkit.io/shard-released";
 
-/// The view's entry for the slots no Lease claimed when this member
-/// joined (see [`RingView::observe_unseen`]). Not a valid Lease name, so
-/// never that of a Lease.
-const UNSEEN: &str = "(unclaimed at join)";
-
 /// The check value of `claims` written on the Lease `lease_name`.
 pub(crate) fn claims_check(lease_name: &str, claims: &str) -> String {
     format!("{:016x}", fnv1a_64(&format!("{lease_name}\n{claims}")))
@@ -227,6 +222,10 @@ pub(crate) struct RingView {
     expired: HashMap<String, Option<String>>,
     /// Expired Leases seen again, to delete again.
     again: Vec<Expired>,
+    /// The slots no Lease of the ring claimed when this member joined, and
+    /// until when they count as claimed (see
+    /// [`observe_unclaimed`](Self::observe_unclaimed)).
+    unclaimed_at_join: Option<(SlotSet, Instant)>,
 }
 
 /// The view boiled down for one step of the handover protocol.
@@ -320,32 +319,38 @@ impl RingView {
         self.observe_gone(name);
     }
 
-    /// The slots no Lease of the ring claimed when this member joined
-    /// (`free`, from the join-time list), kept as claimed by someone unseen
-    /// until `duration` after `now`: a member whose Lease was deleted by
-    /// hand does not show in any list, yet syncs its slots until its next
-    /// renewal re-creates the Lease (which then shows it) or, if that
-    /// fails, until its renew deadline. The members that saw the Lease
-    /// vanish keep its claims as a vanished Lease's; this one cannot tell
-    /// such slots from free ones, so it waits for all of them. Slots a
-    /// visible member claimed are not included: they move by the handover
-    /// protocol, without this wait. Not a member: it takes no slot of the
-    /// assignment.
-    pub(crate) fn observe_unseen(&mut self, free: SlotSet, now: Instant, duration: Duration) {
-        if free.is_empty() {
-            return;
-        }
-        self.peers.insert(
-            UNSEEN.to_owned(),
-            Peer {
-                claims: Claims::Valid(free),
-                released: true,
-                duration,
-                resource_version: None,
-                seen: now,
-                gone: true,
-            },
-        );
+    /// From the Leases `listed` when this member joined, the slots no
+    /// Lease of ring `ring` claims: they count as claimed by someone unseen
+    /// until `duration` after `now`. A member whose Lease was deleted by
+    /// hand shows in no list, yet syncs its slots until its watch shows it
+    /// the delete or, if its renewals fail, until its renew deadline; the
+    /// members that saw the Lease vanish keep its claims as a vanished
+    /// Lease's, and this one cannot tell such slots from free ones. Slots a
+    /// listed member claims are not included: they move by the handover
+    /// protocol, without this wait. Returns how many slots wait.
+    pub(crate) fn observe_unclaimed(
+        &mut self,
+        ring: &str,
+        listed: &[Lease],
+        now: Instant,
+        duration: Duration,
+    ) -> usize {
+        let claimed = listed
+            .iter()
+            .filter(|l| {
+                l.metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|m| m.get(RING_LABEL))
+                    .map(String::as_str)
+                    == Some(ring)
+            })
+            .fold(SlotSet::empty(), |all, l| {
+                all.union(&Claims::of(l).effective())
+            });
+        let free = SlotSet::full().minus(&claimed);
+        self.unclaimed_at_join = (!free.is_empty()).then(|| (free, now + duration));
+        free.len()
     }
 
     /// A Lease left the informer (deleted, or no longer labelled).
@@ -364,12 +369,10 @@ impl RingView {
     /// and the expired Leases seen again since (a delete that failed).
     pub(crate) fn prune(&mut self, now: Instant, min_duration: Duration) -> Vec<Expired> {
         if self
-            .peers
-            .get(UNSEEN)
-            .is_some_and(|p| p.expires(min_duration) <= now)
+            .unclaimed_at_join
+            .is_some_and(|(_, until)| until <= now)
         {
-            // No Lease to report or delete: the slots are simply free now.
-            self.peers.remove(UNSEEN);
+            self.unclaimed_at_join = None;
         }
         let mut expired: Vec<Expired> = self
             .peers
@@ -420,6 +423,11 @@ impl RingView {
             if !peer.released {
                 snap.members.push(name.clone());
             }
+        }
+        if let Some((slots, until)) = self.unclaimed_at_join
+            && now < until
+        {
+            snap.others_claims = snap.others_claims.union(&slots);
         }
         snap.members.sort_unstable();
         snap.invalid.sort_unstable();
@@ -598,14 +606,21 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn slots_unclaimed_at_join_block_for_a_lease_duration_without_a_member() {
+        let in_ring = |mut l: Lease, ring: &str| {
+            l.metadata.labels = Some([(RING_LABEL.to_owned(), ring.to_owned())].into());
+            l
+        };
         let mut view = RingView::default();
         let min = Duration::from_secs(10);
         let t0 = Instant::now();
-        view.observe_unseen("0-9".parse().unwrap(), t0, min);
+        let member = in_ring(lease("r-b", "1", &"10-1023".parse().unwrap(), false), "r");
+        let other_ring = in_ring(lease("q-c", "1", &"0-4".parse().unwrap(), false), "q");
+        let waiting = view.observe_unclaimed("r", &[member, other_ring], t0, min);
+        assert_eq!(waiting, 10);
         let snap = view.snapshot("r-a", t0 + Duration::from_secs(9), min);
         assert!(
             snap.others_claims.contains(3),
-            "the slots free at join block"
+            "the slots free at join block (another ring's claims count for nothing)"
         );
         assert!(!snap.others_claims.contains(10), "and only those");
         assert!(snap.members.is_empty(), "not a member");
@@ -616,10 +631,14 @@ mod tests {
         );
         let snap = view.snapshot("r-a", t0 + Duration::from_secs(10), min);
         assert!(snap.others_claims.is_empty(), "free after a lease duration");
-        assert!(view.peers.is_empty());
+        assert!(view.unclaimed_at_join.is_none());
 
-        view.observe_unseen(SlotSet::empty(), t0, min);
-        assert!(view.peers.is_empty(), "nothing free at join: no entry");
+        let everything = in_ring(lease("r-b", "2", &SlotSet::full(), false), "r");
+        assert_eq!(view.observe_unclaimed("r", &[everything], t0, min), 0);
+        assert!(
+            view.unclaimed_at_join.is_none(),
+            "nothing free at join: no wait"
+        );
     }
 
     #[tokio::test(start_paused = true)]
