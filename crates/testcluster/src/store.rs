@@ -504,14 +504,7 @@ impl Store {
                 oldest: inner.compacted,
             });
         }
-        let Some(first) = inner.history.front().map(|e| e.rv) else {
-            return Ok(Vec::new());
-        };
-        // Every commit pushes exactly one event, so versions are contiguous.
-        let len = inner.history.len();
-        let start = usize::try_from((after + 1).saturating_sub(first)).map_or(len, |s| s.min(len));
-        let end = start.saturating_add(max).min(len);
-        Ok(inner.history.range(start..end).cloned().collect())
+        Ok(inner.history_after(after).take(max).cloned().collect())
     }
 
     /// Up to `max` events of `resource` with a resourceVersion greater than
@@ -539,13 +532,7 @@ impl Store {
             cursor: after,
             more: false,
         };
-        let Some(first) = inner.history.front().map(|e| e.rv) else {
-            return Ok(scan);
-        };
-        // Every commit pushes exactly one event, so versions are contiguous.
-        let len = inner.history.len();
-        let start = usize::try_from((after + 1).saturating_sub(first)).map_or(len, |s| s.min(len));
-        for (looked, event) in inner.history.range(start..).enumerate() {
+        for (looked, event) in inner.history_after(after).enumerate() {
             if looked == SCAN_LIMIT || scan.events.len() == max {
                 scan.more = true;
                 break;
@@ -596,6 +583,15 @@ impl Store {
 }
 
 impl Inner {
+    /// The kept events with a resourceVersion greater than `after`.
+    fn history_after(&self, after: u64) -> std::collections::vec_deque::Iter<'_, Arc<Event>> {
+        let first = self.history.front().map_or(0, |e| e.rv);
+        // Every commit pushes exactly one event, so versions are contiguous.
+        let len = self.history.len();
+        let start = usize::try_from((after + 1).saturating_sub(first)).map_or(len, |s| s.min(len));
+        self.history.range(start..)
+    }
+
     /// What wakes the watches of `resource`, created (with any before it)
     /// if new.
     fn changed_mut(&mut self, resource: ResourceId) -> &mut tokio::sync::watch::Sender<u64> {
