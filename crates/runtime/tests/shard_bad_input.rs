@@ -284,12 +284,38 @@ async fn hand_edited_leases_are_reported_and_never_cause_double_syncs() {
 
     // b's check garbled: the others count its Lease as claiming everything
     // and say so; b sees its Lease written by someone else and rewrites it.
-    patch(
-        &leases,
-        "edits-b",
-        json!({"metadata": {"annotations": {CHECK_ANNOTATION: "0000"}}}),
-    )
+    // b's renewals (patches) fail until it has seen the edit: a renewal
+    // landing first would overwrite it unseen (the test then failed now
+    // and then, with no own_lease_edited for b).
+    cluster.faults().set_config(FaultConfig {
+        errors: vec![
+            ErrorRule::verb("patch", 1.0, ErrorKind::InternalError)
+                .for_resource("leases")
+                .for_name("edits-b"),
+        ],
+        ..FaultConfig::default()
+    });
+    loop {
+        // A renewal already in flight may still land: read again then.
+        let mut lease = leases.get("edits-b").await.unwrap();
+        lease
+            .metadata
+            .annotations
+            .get_or_insert_default()
+            .insert(CHECK_ANNOTATION.to_owned(), "0000".to_owned());
+        match leases.replace("edits-b", &Default::default(), &lease).await {
+            Ok(_) => break,
+            Err(kube::Error::Api(e)) if e.code == 409 => continue,
+            Err(e) => panic!("cannot edit b's Lease: {e}"),
+        }
+    }
+    until("b saw its Lease edited", || {
+        metrics_text(&registry).contains(
+            r#"ctrlkit_shard_lease_anomalies_total{ring="edits",member="edits-b",reason="own_lease_edited"}"#,
+        )
+    })
     .await;
+    cluster.faults().clear();
     until_lease(&leases, "edits-b", "b rewrote its claims", |l| {
         l.metadata
             .annotations
