@@ -57,8 +57,9 @@
 //! builds carries the features of the package's dev-dependencies (tokio's
 //! `test-util`, which makes every tokio `Instant::now` check for a paused
 //! clock); the shipped one does not: to measure what the image runs, build
-//! it with `cargo build --release -p ctrlkit-replicaset --bin
-//! replicaset-controller` and pass it here.
+//! it with `cargo build --profile dist -p ctrlkit-replicaset --bin
+//! replicaset-controller` (release optimised for size, as the image is)
+//! and pass `target/dist/replicaset-controller` here.
 //!
 //! `cargo bench -p ctrlkit-replicaset --bench scale_out`; a quick run:
 //! `CTRLKIT_BENCH_RS=50 cargo bench -p ctrlkit-replicaset --bench scale_out`;
