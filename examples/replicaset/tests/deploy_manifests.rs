@@ -771,3 +771,47 @@ fn sharded_deployment_runs_three_ring_members_with_lease_rbac_in_its_namespace()
     assert!(!allowed(&policy, &user, "POST", elsewhere, ""));
     assert!(!allowed(&policy, &user, "GET", "/api/v1/secrets", ""));
 }
+
+/// Each image's `RUN cargo build`, continuation lines joined.
+fn cargo_build_command(dockerfile: &str) -> String {
+    let joined = dockerfile.replace("\\\n", " ");
+    joined
+        .lines()
+        .find(|l| l.trim_start().starts_with("RUN cargo build"))
+        .unwrap_or_else(|| panic!("no `RUN cargo build` in\n{dockerfile}"))
+        .to_owned()
+}
+
+#[test]
+fn the_images_install_the_binaries_their_profile_built() {
+    let root = deploy_dir().join("..");
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    for file in ["Dockerfile", "webapp-operator/Dockerfile"] {
+        let dockerfile = std::fs::read_to_string(deploy_dir().join(file)).unwrap();
+        let run = cargo_build_command(&dockerfile);
+        let words: Vec<&str> = run.split_whitespace().collect();
+        let profile = words
+            .windows(2)
+            .find(|w| w[0] == "--profile")
+            .map(|w| w[1])
+            .unwrap_or_else(|| panic!("{file}: the image names its profile: {run}"));
+        // The images are the size-optimised build (docs/performance.md, 3j).
+        assert_eq!(profile, "dist", "{file}");
+        assert!(
+            manifest.contains(&format!("[profile.{profile}]")),
+            "{file}: Cargo.toml defines no profile {profile}"
+        );
+        let installed: Vec<&str> = words
+            .iter()
+            .filter(|w| w.starts_with("target/"))
+            .copied()
+            .collect();
+        assert!(!installed.is_empty(), "{file}: installs nothing: {run}");
+        for path in installed {
+            assert!(
+                path.starts_with(&format!("target/{profile}/")),
+                "{file}: {path} is not what --profile {profile} builds"
+            );
+        }
+    }
+}
