@@ -173,6 +173,15 @@ async fn patch(leases: &Api<Lease>, name: &str, patch: serde_json::Value) {
         .unwrap();
 }
 
+/// Every patch of the Lease `name` (its member's renewals) fails.
+fn lease_patches_fail(name: &str) -> FaultConfig {
+    FaultConfig::none().with_error(
+        ErrorRule::verb("patch", 1.0, ErrorKind::InternalError)
+            .for_resource("leases")
+            .for_name(name),
+    )
+}
+
 /// Waits until `name`'s Lease satisfies `cond` (as the member rewrites it).
 async fn until_lease(
     leases: &Api<Lease>,
@@ -287,14 +296,7 @@ async fn hand_edited_leases_are_reported_and_never_cause_double_syncs() {
     // b's renewals (patches) fail until it has seen the edit: a renewal
     // landing first would overwrite it unseen (the test then failed now
     // and then, with no own_lease_edited for b).
-    cluster.faults().set_config(FaultConfig {
-        errors: vec![
-            ErrorRule::verb("patch", 1.0, ErrorKind::InternalError)
-                .for_resource("leases")
-                .for_name("edits-b"),
-        ],
-        ..FaultConfig::default()
-    });
+    cluster.faults().set_config(lease_patches_fail("edits-b"));
     loop {
         // A renewal already in flight may still land: read again then.
         let mut lease = leases.get("edits-b").await.unwrap();
@@ -561,14 +563,7 @@ async fn a_member_joining_after_a_lease_was_deleted_by_hand_waits_a_lease_durati
     .await;
     until("a syncs", || checker.syncs() > 0).await;
 
-    cluster.faults().set_config(FaultConfig {
-        errors: vec![
-            ErrorRule::verb("patch", 1.0, ErrorKind::InternalError)
-                .for_resource("leases")
-                .for_name("deleted-a"),
-        ],
-        ..FaultConfig::default()
-    });
+    cluster.faults().set_config(lease_patches_fail("deleted-a"));
     leases
         .delete("deleted-a", &Default::default())
         .await

@@ -635,10 +635,7 @@ fn the_image_is_built_locked_from_pinned_bases_with_a_small_context() {
         assert!(is_digest(digest), "{image}");
     }
     assert_eq!(bases, 2, "the builder and the runtime image");
-    let build = dockerfile
-        .lines()
-        .find(|l| l.contains("cargo build"))
-        .unwrap();
+    let build = cargo_build_command(&dockerfile);
     assert!(build.contains("--locked"), "{build}");
 
     let ignore = std::fs::read_to_string(root.join(".dockerignore")).unwrap();
