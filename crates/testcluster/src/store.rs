@@ -588,7 +588,8 @@ impl Inner {
         let first = self.history.front().map_or(0, |e| e.rv);
         // Every commit pushes exactly one event, so versions are contiguous.
         let len = self.history.len();
-        let start = usize::try_from((after + 1).saturating_sub(first)).map_or(len, |s| s.min(len));
+        let start = usize::try_from(after.saturating_add(1).saturating_sub(first))
+            .map_or(len, |s| s.min(len));
         self.history.range(start..)
     }
 
