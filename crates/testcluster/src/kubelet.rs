@@ -99,6 +99,7 @@ use kube::{
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinSet;
 
 /// One simulated node.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -440,6 +441,19 @@ struct PodSim {
     started_at: Option<String>,
     ready_changed_at: Option<String>,
     last_termination: Option<Value>,
+    /// Answered when the pod's latest status patch has been: the next
+    /// patch waits for it, so the pod's patches land in the order made.
+    last_patch: Option<oneshot::Receiver<()>>,
+}
+
+/// What a command waiting for its status write is told.
+type Reply = oneshot::Sender<Result<(), KubeletError>>;
+
+/// A binding request answered: its outcome for the simulation to act on.
+struct Bound {
+    uid: String,
+    node: String,
+    result: Result<(), kube::Error>,
 }
 
 enum Timer {
@@ -476,6 +490,11 @@ struct Sim {
     relist_seen: Option<HashSet<String>>,
     timers_tx: mpsc::UnboundedSender<Timer>,
     timers_rx: mpsc::UnboundedReceiver<Timer>,
+    /// Requests in flight (bindings, status patches, events). A real
+    /// cluster's nodes and scheduler do not wait for each other's
+    /// requests; one request at a time made a scale-up as slow as the
+    /// sum of its round trips. Aborted with the simulation.
+    requests: JoinSet<Option<Bound>>,
     next_ip: u32,
 }
 
@@ -516,6 +535,7 @@ impl Sim {
             relist_seen: None,
             timers_tx,
             timers_rx,
+            requests: JoinSet::new(),
             next_ip: 0,
         }
     }
@@ -528,12 +548,17 @@ impl Sim {
         loop {
             tokio::select! {
                 ev = events.next() => match ev {
-                    Some(Ok(ev)) => self.on_watch_event(ev).await,
+                    Some(Ok(ev)) => self.on_watch_event(ev),
                     Some(Err(e)) => tracing::debug!(error = %e, "kubelet: pod watch error"),
                     None => break,
                 },
                 Some(t) = self.timers_rx.recv() => self.on_timer(t).await,
-                Some(cmd) = commands.recv() => self.on_command(cmd).await,
+                Some(answered) = self.requests.join_next() => {
+                    if let Ok(Some(bound)) = answered {
+                        self.on_bound(bound);
+                    }
+                }
+                Some(cmd) = commands.recv() => self.on_command(cmd),
             }
             self.shared
                 .unschedulable
@@ -553,14 +578,14 @@ impl Sim {
         });
     }
 
-    async fn on_watch_event(&mut self, ev: watcher::Event<Pod>) {
+    fn on_watch_event(&mut self, ev: watcher::Event<Pod>) {
         match ev {
             watcher::Event::Init => self.relist_seen = Some(HashSet::new()),
             watcher::Event::InitApply(pod) => {
                 if let (Some(seen), Some(uid)) = (&mut self.relist_seen, &pod.metadata.uid) {
                     seen.insert(uid.clone());
                 }
-                self.observe(pod).await;
+                self.observe(pod);
             }
             watcher::Event::InitDone => {
                 if let Some(seen) = self.relist_seen.take() {
@@ -571,21 +596,21 @@ impl Sim {
                         .cloned()
                         .collect();
                     for uid in gone {
-                        self.forget(&uid).await;
+                        self.forget(&uid);
                     }
                 }
             }
-            watcher::Event::Apply(pod) => self.observe(pod).await,
+            watcher::Event::Apply(pod) => self.observe(pod),
             watcher::Event::Delete(pod) => {
                 if let Some(uid) = pod.metadata.uid {
-                    self.forget(&uid).await;
+                    self.forget(&uid);
                 }
             }
         }
     }
 
     /// Bring the simulation up to date with one observed pod.
-    async fn observe(&mut self, pod: Pod) {
+    fn observe(&mut self, pod: Pod) {
         let (Some(uid), Some(name)) = (pod.metadata.uid.clone(), pod.metadata.name.clone()) else {
             return;
         };
@@ -624,6 +649,7 @@ impl Sim {
                     started_at: None,
                     ready_changed_at: None,
                     last_termination: None,
+                    last_patch: None,
                 },
             );
         }
@@ -639,7 +665,7 @@ impl Sim {
         if terminal && p.stage != Stage::Done {
             // Finished or failed by someone else: frees its slot.
             p.stage = Stage::Done;
-            self.release_slot(&uid).await;
+            self.release_slot(&uid);
         }
         let Some(p) = self.pods.get_mut(&uid) else {
             return;
@@ -669,7 +695,7 @@ impl Sim {
                     n.active.insert(uid.clone());
                 }
             } else if !terminal && !deleting {
-                self.admit(&uid).await;
+                self.admit(&uid);
             }
         }
 
@@ -693,8 +719,8 @@ impl Sim {
     }
 
     /// The pod is gone from the API server.
-    async fn forget(&mut self, uid: &str) {
-        self.release_slot(uid).await;
+    fn forget(&mut self, uid: &str) {
+        self.release_slot(uid);
         if let Some(p) = self.pods.remove(uid) {
             if let Some(reserved) = &p.reserved
                 && let Some(n) = self.nodes.get_mut(reserved)
@@ -707,40 +733,40 @@ impl Sim {
             }
         }
         self.waiting.retain(|w| w != uid);
-        self.retry_waiting().await;
+        self.retry_waiting();
     }
 
     /// Free the node slot of a pod, and give it to a waiting pod.
-    async fn release_slot(&mut self, uid: &str) {
+    fn release_slot(&mut self, uid: &str) {
         let mut freed = false;
         for n in self.nodes.values_mut() {
             freed |= n.active.remove(uid);
         }
         if freed {
-            self.retry_waiting().await;
+            self.retry_waiting();
         }
     }
 
-    async fn retry_waiting(&mut self) {
+    fn retry_waiting(&mut self) {
         while !self.waiting.is_empty() && self.nodes.values().any(|n| n.free() > 0) {
             let Some(uid) = self.waiting.pop_front() else {
                 break;
             };
-            self.schedule(&uid).await;
+            self.schedule(&uid);
         }
     }
 
     async fn on_timer(&mut self, t: Timer) {
         match t {
-            Timer::Schedule(uid) => self.schedule(&uid).await,
-            Timer::Start(uid) => self.start(&uid).await,
-            Timer::Ready(uid, epoch) => self.become_ready(&uid, epoch).await,
+            Timer::Schedule(uid) => self.schedule(&uid),
+            Timer::Start(uid) => self.start(&uid),
+            Timer::Ready(uid, epoch) => self.become_ready(&uid, epoch),
             Timer::FinishDelete(uid) => self.finish_delete(&uid).await,
         }
     }
 
     /// Bind an unbound pod to the node with the most free slots.
-    async fn schedule(&mut self, uid: &str) {
+    fn schedule(&mut self, uid: &str) {
         let Some(p) = self.pods.get(uid) else { return };
         if p.stage != Stage::Unbound || p.deleting || p.reserved.is_some() {
             return;
@@ -760,7 +786,7 @@ impl Sim {
                 self.shared
                     .unschedulable
                     .store(self.waiting.len() as u64, Ordering::Relaxed);
-                self.mark_unschedulable(&namespace, &name).await;
+                self.mark_unschedulable(uid);
             }
             return;
         };
@@ -777,32 +803,53 @@ impl Sim {
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         });
         let api: Api<Pod> = Api::namespaced(self.client.clone(), &namespace);
-        match api
-            .create_subresource::<_, Value>("binding", &name, &PostParams::default(), &binding)
-            .await
-        {
-            Ok(_) => {
-                self.shared.bound.fetch_add(1, Ordering::Relaxed);
-                tracing::debug!(%namespace, %name, %node, "kubelet: bound pod");
-            }
-            Err(e) => {
+        let uid = uid.to_owned();
+        self.requests.spawn(async move {
+            let result = api
+                .create_subresource::<_, Value>("binding", &name, &PostParams::default(), &binding)
+                .await
+                .map(|_| ());
+            if let Err(e) = &result {
                 tracing::debug!(%namespace, %name, error = %e, "kubelet: binding failed");
-                if let Some(n) = self.nodes.get_mut(&node) {
-                    n.reserved = n.reserved.saturating_sub(1);
-                }
-                let retry = !matches!(&e, kube::Error::Api(s) if s.code == 404 || s.code == 409);
-                if let Some(p) = self.pods.get_mut(uid) {
-                    p.reserved = None;
-                    if retry {
-                        self.after(self.config.schedule_delay, Timer::Schedule(uid.to_owned()));
-                    }
-                }
             }
+            Some(Bound { uid, node, result })
+        });
+    }
+
+    /// A binding was answered. The pod's slot stays reserved until the
+    /// watch shows it bound; a failed binding frees it and, unless the pod
+    /// is gone or bound elsewhere, retries.
+    fn on_bound(&mut self, bound: Bound) {
+        let Bound { uid, node, result } = bound;
+        let e = match result {
+            Ok(()) => {
+                self.shared.bound.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(%uid, %node, "kubelet: bound pod");
+                return;
+            }
+            Err(e) => e,
+        };
+        // The watch may have shown the pod bound (or gone) meanwhile, which
+        // already gave the reservation back.
+        let Some(p) = self.pods.get_mut(&uid) else {
+            return;
+        };
+        if p.reserved.as_deref() != Some(node.as_str()) {
+            return;
+        }
+        p.reserved = None;
+        if let Some(n) = self.nodes.get_mut(&node) {
+            n.reserved = n.reserved.saturating_sub(1);
+        }
+        // 404: the pod is gone; 409: bound by someone else. The watch
+        // tells the rest.
+        if !matches!(&e, kube::Error::Api(s) if s.code == 404 || s.code == 409) {
+            self.after(self.config.schedule_delay, Timer::Schedule(uid));
         }
     }
 
     /// Report, as the scheduler does, that no node can take the pod now.
-    async fn mark_unschedulable(&self, namespace: &str, name: &str) {
+    fn mark_unschedulable(&mut self, uid: &str) {
         let nodes = self.nodes.len();
         let message = format!("0/{nodes} nodes are available: {nodes} Too many pods.");
         let patch = json!({"status": {"phase": "Pending", "conditions": [{
@@ -813,17 +860,11 @@ impl Sim {
             "lastProbeTime": null,
             "lastTransitionTime": crate::clock::format(self.clock.now()),
         }]}});
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
-        if let Err(e) = api
-            .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
-            tracing::debug!(%namespace, %name, error = %e, "kubelet: marking unschedulable failed");
-        }
+        self.patch_status(uid, patch, None);
     }
 
     /// A pod arrived on a simulated node: admit or reject it.
-    async fn admit(&mut self, uid: &str) {
+    fn admit(&mut self, uid: &str) {
         let Some(p) = self.pods.get(uid) else { return };
         let Some(node) = p.node.clone().and_then(|n| self.nodes.get(&n)) else {
             return;
@@ -844,7 +885,7 @@ impl Sim {
             } else {
                 format!("Pod was rejected by the simulated kubelet: {reason}")
             };
-            self.reject(uid, &reason, &message).await;
+            self.reject(uid, &reason, &message);
             return;
         }
         let node_name = node.name.clone();
@@ -868,11 +909,11 @@ impl Sim {
         p.start_time = Some(t.clone());
         p.scheduled_at = Some(t);
         self.shared.admitted.fetch_add(1, Ordering::Relaxed);
-        self.write_status(uid).await;
+        self.write_status(uid, None);
         self.after(self.config.start_delay, Timer::Start(uid.to_owned()));
     }
 
-    async fn reject(&mut self, uid: &str, reason: &str, message: &str) {
+    fn reject(&mut self, uid: &str, reason: &str, message: &str) {
         let Some(p) = self.pods.get_mut(uid) else {
             return;
         };
@@ -881,13 +922,7 @@ impl Sim {
         self.shared.rejected.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(%namespace, %name, %reason, "kubelet: rejected pod");
         let patch = json!({"status": {"phase": "Failed", "reason": reason, "message": message}});
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), &namespace);
-        if let Err(e) = api
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
-            tracing::debug!(%namespace, %name, error = %e, "kubelet: writing rejection failed");
-        }
+        self.patch_status(uid, patch, None);
         // The real kubelet also records a Warning event on the pod.
         let t = crate::clock::format(self.clock.now());
         let event = json!({
@@ -905,13 +940,16 @@ impl Sim {
         });
         if let Ok(event) = serde_json::from_value::<CoreEvent>(event) {
             let events: Api<CoreEvent> = Api::namespaced(self.client.clone(), &namespace);
-            if let Err(e) = events.create(&PostParams::default(), &event).await {
-                tracing::debug!(%namespace, %name, error = %e, "kubelet: event not recorded");
-            }
+            self.requests.spawn(async move {
+                if let Err(e) = events.create(&PostParams::default(), &event).await {
+                    tracing::debug!(%namespace, %name, error = %e, "kubelet: event not recorded");
+                }
+                None
+            });
         }
     }
 
-    async fn start(&mut self, uid: &str) {
+    fn start(&mut self, uid: &str) {
         let Some(p) = self.pods.get_mut(uid) else {
             return;
         };
@@ -922,11 +960,11 @@ impl Sim {
         p.started_at = Some(crate::clock::format(self.clock.now()));
         let epoch = p.epoch;
         self.shared.started.fetch_add(1, Ordering::Relaxed);
-        self.write_status(uid).await;
+        self.write_status(uid, None);
         self.after(self.config.ready_delay, Timer::Ready(uid.to_owned(), epoch));
     }
 
-    async fn become_ready(&mut self, uid: &str, epoch: u64) {
+    fn become_ready(&mut self, uid: &str, epoch: u64) {
         let Some(p) = self.pods.get_mut(uid) else {
             return;
         };
@@ -940,7 +978,7 @@ impl Sim {
         }
         p.ready = true;
         p.ready_changed_at = Some(crate::clock::format(self.clock.now()));
-        self.write_status(uid).await;
+        self.write_status(uid, None);
     }
 
     async fn finish_delete(&mut self, uid: &str) {
@@ -974,15 +1012,14 @@ impl Sim {
         }
     }
 
-    async fn on_command(&mut self, cmd: Command) {
+    fn on_command(&mut self, cmd: Command) {
         match cmd {
             Command::Crash {
                 namespace,
                 name,
                 reply,
             } => {
-                let r = self.crash(&namespace, &name).await;
-                let _ = reply.send(r);
+                self.crash(&namespace, &name, reply);
             }
             Command::SetReady {
                 namespace,
@@ -990,8 +1027,7 @@ impl Sim {
                 ready,
                 reply,
             } => {
-                let r = self.set_ready(&namespace, &name, ready).await;
-                let _ = reply.send(r);
+                self.set_ready(&namespace, &name, ready, reply);
             }
         }
     }
@@ -1019,10 +1055,19 @@ impl Sim {
         }
     }
 
-    async fn crash(&mut self, namespace: &str, name: &str) -> Result<(), KubeletError> {
-        let uid = self.running_pod(namespace, name)?;
+    /// Crashes a running pod's containers; `reply` is answered once the
+    /// status saying so is written.
+    fn crash(&mut self, namespace: &str, name: &str, reply: Reply) {
+        let uid = match self.running_pod(namespace, name) {
+            Ok(uid) => uid,
+            Err(e) => {
+                let _ = reply.send(Err(e));
+                return;
+            }
+        };
         let Some(p) = self.pods.get_mut(&uid) else {
-            return Err(KubeletError::Stopped);
+            let _ = reply.send(Err(KubeletError::Stopped));
+            return;
         };
         let t = crate::clock::format(self.clock.now());
         p.last_termination = Some(json!({"terminated": {
@@ -1040,49 +1085,86 @@ impl Sim {
         }
         let epoch = p.epoch;
         self.shared.crashes.fetch_add(1, Ordering::Relaxed);
-        self.write_status_checked(&uid).await?;
+        self.write_status(&uid, Some(reply));
+        // Written after the crash's status: the pod's patches keep their order.
         self.after(self.config.ready_delay, Timer::Ready(uid, epoch));
-        Ok(())
     }
 
-    async fn set_ready(
-        &mut self,
-        namespace: &str,
-        name: &str,
-        ready: bool,
-    ) -> Result<(), KubeletError> {
-        let uid = self.running_pod(namespace, name)?;
+    /// Forces a running pod (not) ready; `reply` is answered once the
+    /// status saying so is written.
+    fn set_ready(&mut self, namespace: &str, name: &str, ready: bool, reply: Reply) {
+        let uid = match self.running_pod(namespace, name) {
+            Ok(uid) => uid,
+            Err(e) => {
+                let _ = reply.send(Err(e));
+                return;
+            }
+        };
         let Some(p) = self.pods.get_mut(&uid) else {
-            return Err(KubeletError::Stopped);
+            let _ = reply.send(Err(KubeletError::Stopped));
+            return;
         };
         p.forced_not_ready = !ready;
         if p.ready != ready {
             p.ready = ready;
             p.ready_changed_at = Some(crate::clock::format(self.clock.now()));
         }
-        self.write_status_checked(&uid).await
+        self.write_status(&uid, Some(reply));
     }
 
-    async fn write_status(&mut self, uid: &str) {
-        if let Err(e) = self.write_status_checked(uid).await {
-            tracing::debug!(error = %e, "kubelet: status update failed");
-        }
-    }
-
-    async fn write_status_checked(&mut self, uid: &str) -> Result<(), KubeletError> {
+    /// Writes the pod's simulated status as it is now (see
+    /// [`patch_status`](Self::patch_status)).
+    fn write_status(&mut self, uid: &str, reply: Option<Reply>) {
         let Some(p) = self.pods.get(uid) else {
-            return Ok(());
+            if let Some(reply) = reply {
+                let _ = reply.send(Ok(()));
+            }
+            return;
         };
         let patch = json!({ "status": status_of(p) });
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), &p.namespace);
-        api.patch_status(&p.name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .map(|_| ())
-            .map_err(|source| KubeletError::Api {
-                namespace: p.namespace.clone(),
-                name: p.name.clone(),
-                source,
-            })
+        self.patch_status(uid, patch, reply);
+    }
+
+    /// Sends a merge patch of the pod's status without waiting for the
+    /// answer, but only once every earlier patch of the same pod has been
+    /// answered, so a later state never lands before an earlier one. The
+    /// outcome goes to `reply`, or to the debug log.
+    fn patch_status(&mut self, uid: &str, patch: Value, reply: Option<Reply>) {
+        let Some(p) = self.pods.get_mut(uid) else {
+            if let Some(reply) = reply {
+                let _ = reply.send(Ok(()));
+            }
+            return;
+        };
+        let earlier = p.last_patch.take();
+        let (answered, next) = oneshot::channel();
+        p.last_patch = Some(next);
+        let (namespace, name) = (p.namespace.clone(), p.name.clone());
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), &namespace);
+        self.requests.spawn(async move {
+            if let Some(earlier) = earlier {
+                // An error only means that patch's task is gone.
+                let _ = earlier.await;
+            }
+            let result = api
+                .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .map(|_| ())
+                .map_err(|source| KubeletError::Api {
+                    namespace,
+                    name,
+                    source,
+                });
+            let _ = answered.send(());
+            match (reply, result) {
+                (Some(reply), result) => {
+                    let _ = reply.send(result);
+                }
+                (None, Err(e)) => tracing::debug!(error = %e, "kubelet: status update failed"),
+                (None, Ok(())) => {}
+            }
+            None
+        });
     }
 }
 

@@ -322,6 +322,58 @@ async fn crash_restarts_containers_and_readiness_can_be_forced() {
     tc.shutdown().await;
 }
 
+/// The simulation sends its requests without waiting for each other's
+/// answers, but one pod's status patches still land in the order the
+/// changes were made: a crash and then a forced ready, on many pods at
+/// once, leave every pod ready with one restart (the crash's patch landing
+/// last would leave it not ready for good: its ready timer finds it ready).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_pods_status_patches_land_in_order() {
+    const PODS: usize = 20;
+    let tc = cluster(fast_kubelet(2, PODS)).await;
+    let kubelet = tc.kubelet().unwrap();
+    let pods: Api<Pod> = Api::default_namespaced(tc.client());
+    let names: Vec<String> = (0..PODS).map(|i| format!("p{i}")).collect();
+    for name in &names {
+        pods.create(&PostParams::default(), &pod(name, None))
+            .await
+            .unwrap();
+    }
+    for name in &names {
+        wait_ready(&pods, name).await;
+    }
+
+    futures::future::join_all(names.iter().map(|name| async move {
+        // Queued in this order: join polls the crash first.
+        let (crashed, ready) = tokio::join!(
+            kubelet.crash_pod("default", name),
+            kubelet.set_pod_ready("default", name, true),
+        );
+        crashed.unwrap();
+        ready.unwrap();
+    }))
+    .await;
+
+    for name in &names {
+        let p = pods.get(name).await.unwrap();
+        let restarts = p
+            .status
+            .as_ref()
+            .unwrap()
+            .container_statuses
+            .as_ref()
+            .unwrap()[0]
+            .restart_count;
+        assert_eq!(restarts, 1, "{name}");
+        assert!(
+            is_ready(&p),
+            "{name} is left with the crash's not-ready status"
+        );
+    }
+    assert_eq!(kubelet.stats().crashes, PODS as u64);
+    tc.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn graceful_deletion_of_a_bound_pod_finishes() {
     let tc = cluster(fast_kubelet(1, 10)).await;
