@@ -51,6 +51,11 @@
 //! parameter is ignored, every member caches every ReplicaSet); the
 //! result line says which (`shard_filter`).
 //!
+//! `CTRLKIT_BENCH_WORKERS` (default 5) is every controller process's
+//! `--workers`: each member of a ring gets as many as the one replica, so
+//! three members run three times the concurrent syncs (docs/sharding.md,
+//! "The kubelet simulation sends concurrently", on what that costs).
+//!
 //! `CTRLKIT_BENCH_CONTROLLER=<path>` runs another build of the controller
 //! binary (e.g. a copy built from an earlier commit) under the same driver,
 //! for before/after comparisons back to back. The binary `cargo bench`
