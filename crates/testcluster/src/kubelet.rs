@@ -38,8 +38,10 @@
 //! The simulation talks to the API server only through the
 //! [`kube::Client`] it is given (a `kube_runtime` watcher on pods, the binding
 //! subresource, merge patches of `pods/status`, deletes), like a real node
-//! would. Its timers are tokio timers. See `docs/kubelet-and-faults.md` in
-//! the crate for the full behaviour.
+//! would. Its requests go out concurrently, as from many nodes, and one
+//! pod's status patches land in the order they were made. Its timers are
+//! tokio timers. See `docs/kubelet-and-faults.md` in the crate for the
+//! full behaviour.
 //!
 //! ```
 //! use std::time::Duration;
