@@ -1014,22 +1014,26 @@ impl Sim {
         }
     }
 
+    /// Applies a command to the simulated pod, then answers it once the
+    /// status saying so is written (or at once, with the error).
     fn on_command(&mut self, cmd: Command) {
-        match cmd {
+        let (changed, reply) = match cmd {
             Command::Crash {
                 namespace,
                 name,
                 reply,
-            } => {
-                self.crash(&namespace, &name, reply);
-            }
+            } => (self.crash(&namespace, &name), reply),
             Command::SetReady {
                 namespace,
                 name,
                 ready,
                 reply,
-            } => {
-                self.set_ready(&namespace, &name, ready, reply);
+            } => (self.set_ready(&namespace, &name, ready), reply),
+        };
+        match changed {
+            Ok(uid) => self.write_status(&uid, Some(reply)),
+            Err(e) => {
+                let _ = reply.send(Err(e));
             }
         }
     }
@@ -1057,19 +1061,12 @@ impl Sim {
         }
     }
 
-    /// Crashes a running pod's containers; `reply` is answered once the
-    /// status saying so is written.
-    fn crash(&mut self, namespace: &str, name: &str, reply: Reply) {
-        let uid = match self.running_pod(namespace, name) {
-            Ok(uid) => uid,
-            Err(e) => {
-                let _ = reply.send(Err(e));
-                return;
-            }
-        };
+    /// Crashes a running pod's containers; returns its UID for the status
+    /// write.
+    fn crash(&mut self, namespace: &str, name: &str) -> Result<String, KubeletError> {
+        let uid = self.running_pod(namespace, name)?;
         let Some(p) = self.pods.get_mut(&uid) else {
-            let _ = reply.send(Err(KubeletError::Stopped));
-            return;
+            return Err(KubeletError::Stopped);
         };
         let t = crate::clock::format(self.clock.now());
         p.last_termination = Some(json!({"terminated": {
@@ -1087,31 +1084,30 @@ impl Sim {
         }
         let epoch = p.epoch;
         self.shared.crashes.fetch_add(1, Ordering::Relaxed);
-        self.write_status(&uid, Some(reply));
-        // Written after the crash's status: the pod's patches keep their order.
-        self.after(self.config.ready_delay, Timer::Ready(uid, epoch));
+        // Fires on a later turn of the loop, so its status is written after
+        // the crash's, which the caller queues now.
+        self.after(self.config.ready_delay, Timer::Ready(uid.clone(), epoch));
+        Ok(uid)
     }
 
-    /// Forces a running pod (not) ready; `reply` is answered once the
-    /// status saying so is written.
-    fn set_ready(&mut self, namespace: &str, name: &str, ready: bool, reply: Reply) {
-        let uid = match self.running_pod(namespace, name) {
-            Ok(uid) => uid,
-            Err(e) => {
-                let _ = reply.send(Err(e));
-                return;
-            }
-        };
+    /// Forces a running pod (not) ready; returns its UID for the status
+    /// write.
+    fn set_ready(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        ready: bool,
+    ) -> Result<String, KubeletError> {
+        let uid = self.running_pod(namespace, name)?;
         let Some(p) = self.pods.get_mut(&uid) else {
-            let _ = reply.send(Err(KubeletError::Stopped));
-            return;
+            return Err(KubeletError::Stopped);
         };
         p.forced_not_ready = !ready;
         if p.ready != ready {
             p.ready = ready;
             p.ready_changed_at = Some(crate::clock::format(self.clock.now()));
         }
-        self.write_status(&uid, Some(reply));
+        Ok(uid)
     }
 
     /// Writes the pod's simulated status as it is now (see
