@@ -615,28 +615,32 @@ fn secure_metrics_rbac_lets_the_controllers_review_and_readers_scrape() {
 }
 
 #[test]
-fn the_image_is_built_locked_from_pinned_bases_with_a_small_context() {
+fn the_images_are_built_locked_from_pinned_bases_with_a_small_context() {
     let root = deploy_dir().join("..");
-    let dockerfile = std::fs::read_to_string(deploy_dir().join("Dockerfile")).unwrap();
     let is_digest = |d: &str| d.len() == 64 && d.bytes().all(|b| b.is_ascii_hexdigit());
-    // Every base image, directly or through a default ARG, is pinned.
-    let mut bases = 0;
-    for line in dockerfile.lines() {
-        let image = match line.split_whitespace().collect::<Vec<_>>()[..] {
-            ["FROM", image, ..] if !image.starts_with("${") => image.to_string(),
-            ["ARG", arg] if arg.contains("_IMAGE=") => arg.split_once('=').unwrap().1.to_string(),
-            _ => continue,
-        };
-        bases += 1;
-        let digest = image
-            .split_once("@sha256:")
-            .unwrap_or_else(|| panic!("{image} is not pinned by digest"))
-            .1;
-        assert!(is_digest(digest), "{image}");
+    for file in ["Dockerfile", "webapp-operator/Dockerfile"] {
+        let dockerfile = std::fs::read_to_string(deploy_dir().join(file)).unwrap();
+        // Every base image, directly or through a default ARG, is pinned.
+        let mut bases = 0;
+        for line in dockerfile.lines() {
+            let image = match line.split_whitespace().collect::<Vec<_>>()[..] {
+                ["FROM", image, ..] if !image.starts_with("${") => image.to_string(),
+                ["ARG", arg] if arg.contains("_IMAGE=") => {
+                    arg.split_once('=').unwrap().1.to_string()
+                }
+                _ => continue,
+            };
+            bases += 1;
+            let digest = image
+                .split_once("@sha256:")
+                .unwrap_or_else(|| panic!("{file}: {image} is not pinned by digest"))
+                .1;
+            assert!(is_digest(digest), "{file}: {image}");
+        }
+        assert_eq!(bases, 2, "{file}: the builder and the runtime image");
+        let build = cargo_build_command(&dockerfile);
+        assert!(build.contains("--locked"), "{file}: {build}");
     }
-    assert_eq!(bases, 2, "the builder and the runtime image");
-    let build = cargo_build_command(&dockerfile);
-    assert!(build.contains("--locked"), "{build}");
 
     let ignore = std::fs::read_to_string(root.join(".dockerignore")).unwrap();
     let patterns: Vec<&str> = ignore
