@@ -474,3 +474,47 @@ async fn renewals_failing_intermittently_fence_members_but_never_double_sync() {
     }
     assert_eq!(checker.violations(), 0);
 }
+
+/// A member's Lease writes as kube-apiserver's audit log shows them: a
+/// fresh member creates its Lease (no 404 from a patch first), one started
+/// again after a crash patches the Lease it left, one started again after
+/// a graceful leave creates it anew. No Lease request is answered with an
+/// error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_members_lease_writes_are_never_answered_with_errors() {
+    let cluster = cluster_with_owners(10, "other").await;
+    let checker = Arc::new(SyncChecker::default());
+    let leases = |verb| cluster.requests().count(verb, "leases");
+    let holds_all = |m: &Member| m.member.held_slots() == SlotSet::full();
+
+    let a = Member::start(&cluster, "default", "a", &checker);
+    until("a holds every slot", || holds_all(&a)).await;
+    assert_eq!(leases("create").success, 1);
+    a.kill().await;
+
+    let patched = leases("patch").success;
+    let a = Member::start(&cluster, "default", "a", &checker);
+    until("a, started again, holds every slot", || holds_all(&a)).await;
+    until("a renewed the Lease it left", || {
+        leases("patch").success > patched
+    })
+    .await;
+    assert_eq!(leases("create").success, 1, "the Lease left was not reused");
+    a.stop().await;
+
+    let a = Member::start(&cluster, "default", "a", &checker);
+    until("a, joined anew, holds every slot", || holds_all(&a)).await;
+    assert_eq!(leases("create").success, 2);
+    a.stop().await;
+
+    let requests = cluster.requests();
+    for (key, counts) in requests.iter().filter(|(k, _)| k.resource == "leases") {
+        assert_eq!(
+            counts.client_error + counts.server_error,
+            0,
+            "{} leases: {counts:?}",
+            key.verb
+        );
+    }
+    assert_eq!(checker.violations(), 0);
+}

@@ -702,12 +702,14 @@ impl ShardMember {
         // Before the first Lease write (no slot starts before it): the
         // Leases this member could not see through the ring's label.
         let tick = (config.renew_period / 4).max(Duration::from_millis(5));
-        if !self
+        // Whether this member's Lease exists decides which request comes
+        // first, so a fresh member's first write is not a 404.
+        let Some(mut lease_exists) = self
             .observe_hidden_leases(&api, tick, shutdown.as_mut())
             .await
-        {
-            return self.release(&api, tick).await;
-        }
+        else {
+            return self.release(&api, tick, true).await;
+        };
         // Polled beside the protocol's waits (not cancelled by them).
         let mut relabel = std::pin::pin!(inner.relabel.run(
             client,
@@ -749,8 +751,14 @@ impl ShardMember {
             let due = now >= next_renew || published.as_ref().map(|p| p.0) != Some(handover.claims);
             if due && now >= retry_at {
                 let sent = Instant::now();
-                match write_lease(&api, config, &inner.lease_name, &handover.claims, false).await {
+                let write = LeaseWrite {
+                    claims: &handover.claims,
+                    released: false,
+                    exists: lease_exists,
+                };
+                match write_lease(&api, config, &inner.lease_name, write).await {
                     Ok(rv) => {
+                        lease_exists = true;
                         published = Some((handover.claims, rv));
                         last_ok = Some(sent);
                         next_renew = sent + config.renew_period;
@@ -776,7 +784,7 @@ impl ShardMember {
                 () = &mut relabel => {}
             }
         }
-        self.release(&api, tick).await
+        self.release(&api, tick, lease_exists).await
     }
 
     /// One step of the protocol, with the state locked so no sync starts
@@ -1007,22 +1015,26 @@ impl ShardMember {
     /// claims are kept the same way, for one lease duration: a member
     /// whose Lease was deleted by hand shows in no list at all (see
     /// [`RingView::observe_unclaimed`]). A failed list is retried every
-    /// `tick`: no slot starts before it succeeds. Returns `false` if
-    /// `shutdown` completed first.
+    /// `tick`: no slot starts before it succeeds. Returns whether this
+    /// member's own Lease is in the list, or `None` if `shutdown`
+    /// completed first.
     async fn observe_hidden_leases(
         &self,
         api: &Api<Lease>,
         tick: Duration,
         mut shutdown: std::pin::Pin<&mut impl Future>,
-    ) -> bool {
+    ) -> Option<bool> {
         let inner = &self.inner;
         loop {
             match api.list(&ListParams::default()).await {
                 Ok(list) => {
                     let now = Instant::now();
                     let mut view = inner.view.lock();
+                    let mut own = false;
                     for lease in &list.items {
-                        if lease.metadata.name.as_deref() != Some(inner.lease_name.as_str()) {
+                        if lease.metadata.name.as_deref() == Some(inner.lease_name.as_str()) {
+                            own = true;
+                        } else {
                             view.observe_hidden(lease, now);
                         }
                     }
@@ -1036,12 +1048,12 @@ impl ShardMember {
                     if waiting > 0 {
                         tracing::info!(ring = %config.ring, member = %inner.lease_name, slots = waiting, wait = ?config.lease_duration, "slots no Lease of the ring claims start one lease duration after joining (a member whose Lease was deleted by hand may still sync them)");
                     }
-                    return true;
+                    return Some(own);
                 }
                 Err(error) => {
                     tracing::warn!(ring = %inner.config.ring, member = %inner.lease_name, error = &error as &dyn std::error::Error, "cannot list the namespace's Leases for members hidden from the ring (a ring label removed by hand); retrying before joining");
                     tokio::select! {
-                        _ = shutdown.as_mut() => return false,
+                        _ = shutdown.as_mut() => return None,
                         _ = tokio::time::sleep(tick) => {}
                     }
                 }
@@ -1049,8 +1061,14 @@ impl ShardMember {
         }
     }
 
-    /// Leaves the ring: stop, drain, unclaim, delete the Lease.
-    async fn release(&self, api: &Api<Lease>, tick: Duration) -> Result<(), ShardError> {
+    /// Leaves the ring: stop, drain, unclaim, delete the Lease
+    /// (`lease_exists`: whether it is known to exist).
+    async fn release(
+        &self,
+        api: &Api<Lease>,
+        tick: Duration,
+        lease_exists: bool,
+    ) -> Result<(), ShardError> {
         let inner = &self.inner;
         let config = &inner.config;
         inner.state.lock().active = SlotSet::empty();
@@ -1070,7 +1088,12 @@ impl ShardMember {
             }
         }
         inner.leaving.store(true, Ordering::SeqCst);
-        write_lease(api, config, &inner.lease_name, &SlotSet::empty(), true)
+        let write = LeaseWrite {
+            claims: &SlotSet::empty(),
+            released: true,
+            exists: lease_exists,
+        };
+        write_lease(api, config, &inner.lease_name, write)
             .await
             .map_err(|source| ShardError::Release {
                 lease: inner.lease_name.clone(),
@@ -1108,17 +1131,53 @@ fn start_now(started: &mut SlotSet, slots: &SlotSet) -> bool {
     false
 }
 
+/// One write of a member's Lease.
+struct LeaseWrite<'a> {
+    /// The slots the member claims.
+    claims: &'a SlotSet,
+    /// Whether the member is leaving (its claims released).
+    released: bool,
+    /// Whether the Lease is known to exist. If so it is patched first
+    /// (and created on a 404: deleted by hand); if not it is created first
+    /// (and patched on a 409: left by an earlier run under this name).
+    exists: bool,
+}
+
 /// Writes the member's Lease (creating it if missing); returns the new
 /// resourceVersion.
 async fn write_lease(
     api: &Api<Lease>,
     config: &ShardConfig,
     name: &str,
-    claims: &SlotSet,
-    released: bool,
+    write: LeaseWrite<'_>,
 ) -> Result<String, kube::Error> {
-    let annotations = claim_annotations(name, claims, released);
+    let annotations = claim_annotations(name, write.claims, write.released);
     let now = MicroTime(k8s_openapi::jiff::Timestamp::now());
+    let lease = || {
+        let mut lease = Lease::default();
+        lease.metadata.name = Some(name.to_owned());
+        lease.metadata.labels = Some([(RING_LABEL.to_owned(), config.ring.clone())].into());
+        lease.metadata.annotations = Some(
+            annotations
+                .iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.clone()?)))
+                .collect(),
+        );
+        lease.spec = Some(LeaseSpec {
+            holder_identity: Some(config.identity.clone()),
+            lease_duration_seconds: Some(config.lease_seconds()),
+            acquire_time: Some(now.clone()),
+            renew_time: Some(now.clone()),
+            ..LeaseSpec::default()
+        });
+        lease
+    };
+    if !write.exists {
+        match api.create(&PostParams::default(), &lease()).await {
+            Err(kube::Error::Api(s)) if s.code == 409 => {}
+            created => return Ok(created?.metadata.resource_version.unwrap_or_default()),
+        }
+    }
     let patch = json!({
         "metadata": {
             "labels": { RING_LABEL: config.ring },
@@ -1135,23 +1194,7 @@ async fn write_lease(
         .await
     {
         Err(kube::Error::Api(s)) if s.code == 404 => {
-            let mut lease = Lease::default();
-            lease.metadata.name = Some(name.to_owned());
-            lease.metadata.labels = Some([(RING_LABEL.to_owned(), config.ring.clone())].into());
-            lease.metadata.annotations = Some(
-                annotations
-                    .into_iter()
-                    .filter_map(|(k, v)| Some((k, v?)))
-                    .collect(),
-            );
-            lease.spec = Some(LeaseSpec {
-                holder_identity: Some(config.identity.clone()),
-                lease_duration_seconds: Some(config.lease_seconds()),
-                acquire_time: Some(now.clone()),
-                renew_time: Some(now),
-                ..LeaseSpec::default()
-            });
-            api.create(&PostParams::default(), &lease).await?
+            api.create(&PostParams::default(), &lease()).await?
         }
         other => other?,
     };
