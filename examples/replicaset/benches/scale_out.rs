@@ -56,6 +56,14 @@
 //! three members run three times the concurrent syncs (docs/sharding.md,
 //! "The kubelet simulation sends concurrently", on what that costs).
 //!
+//! `CTRLKIT_BENCH_POD_LATENCY=1` adds `pod_latency_ms`: percentiles of
+//! how long after the driver saw each pod created it saw it bound and
+//! Ready, from a second watch (off by default: it costs the cluster and
+//! the driver CPU). The kubelet simulation is configured to bind after
+//! 1 ms and start and turn ready 5 ms each; what this shows beyond that is
+//! its lag under load (docs/sharding.md, "Why three members write more
+//! statuses").
+//!
 //! `CTRLKIT_BENCH_CONTROLLER=<path>` runs another build of the controller
 //! binary (e.g. a copy built from an earlier commit) under the same driver,
 //! for before/after comparisons back to back. The binary `cargo bench`
@@ -86,6 +94,7 @@ use ctrlkit_testcluster::kubelet::KubeletConfig;
 use ctrlkit_testcluster::{RequestStats, TestCluster, TestClusterConfig};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
 use serde_json::json;
 
@@ -342,6 +351,66 @@ fn is_converged(status: &serde_json::Value, replicas: i32) -> bool {
     field("replicas") == Some(replicas.into()) && field("readyReplicas") == Some(replicas.into())
 }
 
+/// How long after the driver saw each pod created it saw it bound and
+/// Ready: the kubelet simulation's lag behind its configured delays.
+#[derive(Default)]
+struct PodLatency {
+    bound_ms: Vec<u64>,
+    ready_ms: Vec<u64>,
+}
+
+impl PodLatency {
+    fn percentiles(v: &mut [u64]) -> serde_json::Value {
+        v.sort_unstable();
+        let at = |q: usize| v.get((v.len() * q / 100).min(v.len().saturating_sub(1)));
+        json!({"n": v.len(), "p10": at(10), "p50": at(50), "p90": at(90), "max": v.last()})
+    }
+
+    fn report(mut self) -> serde_json::Value {
+        json!({
+            "bound": Self::percentiles(&mut self.bound_ms),
+            "ready": Self::percentiles(&mut self.ready_ms),
+        })
+    }
+}
+
+/// Follows the pods in `NS` until `count` of them are Ready; see
+/// [`PodLatency`]. A second watch, with its own cost to the cluster and
+/// the driver: only with `CTRLKIT_BENCH_POD_LATENCY=1`.
+async fn follow_pods(api: Api<Pod>, count: usize) -> PodLatency {
+    let mut latency = PodLatency::default();
+    // name -> (first seen, seen bound, seen ready).
+    let mut pods: HashMap<String, (Instant, bool, bool)> = HashMap::new();
+    let params = WatchParams::default().timeout(290);
+    let mut stream = api.watch(&params, "0").await.unwrap().boxed();
+    while let Some(event) = stream.try_next().await.unwrap() {
+        let pod = match event {
+            WatchEvent::Added(pod) | WatchEvent::Modified(pod) => pod,
+            _ => continue,
+        };
+        let bound = pod.spec.as_ref().is_some_and(|s| s.node_name.is_some());
+        let ready = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+        let name = pod.metadata.name.unwrap_or_default();
+        let entry = pods.entry(name).or_insert((Instant::now(), false, false));
+        let ms = || u64::try_from(entry.0.elapsed().as_millis()).unwrap_or(u64::MAX);
+        if bound && !entry.1 {
+            latency.bound_ms.push(ms());
+        }
+        if ready && !entry.2 {
+            latency.ready_ms.push(ms());
+        }
+        (entry.1, entry.2) = (entry.1 || bound, entry.2 || ready);
+        if latency.ready_ms.len() == count {
+            break;
+        }
+    }
+    latency
+}
+
 /// `{"create pods": {"2xx": n, ...}, ...}` for external requests.
 fn by_resource(stats: &RequestStats) -> BTreeMap<String, serde_json::Value> {
     stats
@@ -495,6 +564,8 @@ async fn run(
     }
     let cpu = |cs: &[Controller]| cs.iter().map(Controller::cpu_seconds).sum::<f64>();
 
+    let pod_watch = (std::env::var("CTRLKIT_BENCH_POD_LATENCY").as_deref() == Ok("1"))
+        .then(|| tokio::spawn(follow_pods(Api::namespaced(cluster.client(), NS), pods)));
     let watch = tokio::spawn(follow(api.clone(), rs_count, replicas));
     let (controller_cpu0, own_cpu0) = (cpu(&controllers), cpu_seconds("/proc/self/stat"));
     let t0 = Instant::now();
@@ -509,6 +580,10 @@ async fn run(
         .await;
     let created_in = t0.elapsed();
     let seen = watch.await.unwrap();
+    let pod_latency = match pod_watch {
+        Some(w) => w.await.unwrap().report(),
+        None => serde_json::Value::Null,
+    };
     let converged_in = t0.elapsed();
     let controller_cpu = cpu(&controllers) - controller_cpu0;
     let own_cpu = cpu_seconds("/proc/self/stat") - own_cpu0;
@@ -620,6 +695,7 @@ async fn run(
         "status_writes_per_rs": status_writes.total() as f64 / rs_count as f64,
         "status_changes_seen": status_changes,
         "max_status_changes_per_rs": max_changes,
+        "pod_latency_ms": pod_latency,
         "status_writes_per_change": (writes_per_change * 1000.0).round() / 1000.0,
         "status_conflicts": stats.code(409),
         "failed_requests": failed,
