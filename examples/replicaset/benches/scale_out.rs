@@ -580,14 +580,16 @@ async fn run(
         .await;
     let created_in = t0.elapsed();
     let seen = watch.await.unwrap();
-    let pod_latency = match pod_watch {
-        Some(w) => w.await.unwrap().report(),
-        None => serde_json::Value::Null,
-    };
     let converged_in = t0.elapsed();
     let controller_cpu = cpu(&controllers) - controller_cpu0;
     let own_cpu = cpu_seconds("/proc/self/stat") - own_cpu0;
     let at_convergence = cluster.requests().since(&before);
+    // After the figures above: waiting for the pod watch to catch up is
+    // not part of the run.
+    let pod_latency = match pod_watch {
+        Some(w) => w.await.unwrap().report(),
+        None => serde_json::Value::Null,
+    };
 
     // Late writes after convergence count too.
     tokio::time::sleep(Duration::from_secs(3)).await;
