@@ -862,7 +862,7 @@ impl Sim {
             "lastProbeTime": null,
             "lastTransitionTime": crate::clock::format(self.clock.now()),
         }]}});
-        self.patch_status(uid, patch, None);
+        self.patch_status(uid, |_| patch, None);
     }
 
     /// A pod arrived on a simulated node: admit or reject it.
@@ -924,7 +924,7 @@ impl Sim {
         self.shared.rejected.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(%namespace, %name, %reason, "kubelet: rejected pod");
         let patch = json!({"status": {"phase": "Failed", "reason": reason, "message": message}});
-        self.patch_status(uid, patch, None);
+        self.patch_status(uid, |_| patch, None);
         // The real kubelet also records a Warning event on the pod.
         let t = crate::clock::format(self.clock.now());
         let event = json!({
@@ -1113,27 +1113,28 @@ impl Sim {
     /// Writes the pod's simulated status as it is now (see
     /// [`patch_status`](Self::patch_status)).
     fn write_status(&mut self, uid: &str, reply: Option<Reply>) {
-        let Some(p) = self.pods.get(uid) else {
-            if let Some(reply) = reply {
-                let _ = reply.send(Ok(()));
-            }
-            return;
-        };
-        let patch = json!({ "status": status_of(p) });
-        self.patch_status(uid, patch, reply);
+        self.patch_status(uid, |p| json!({ "status": status_of(p) }), reply);
     }
 
-    /// Sends a merge patch of the pod's status without waiting for the
-    /// answer, but only once every earlier patch of the same pod has been
-    /// answered, so a later state never lands before an earlier one. The
-    /// outcome goes to `reply`, or to the debug log.
-    fn patch_status(&mut self, uid: &str, patch: Value, reply: Option<Reply>) {
+    /// Sends a merge patch of the pod's status (`patch` makes it from the
+    /// simulated pod) without waiting for the answer, but only once every
+    /// earlier patch of the same pod has been answered, so a later state
+    /// never lands before an earlier one. The outcome goes to `reply`, or
+    /// to the debug log; a pod the simulation no longer has is not
+    /// patched, and `reply` is told all is well.
+    fn patch_status(
+        &mut self,
+        uid: &str,
+        patch: impl FnOnce(&PodSim) -> Value,
+        reply: Option<Reply>,
+    ) {
         let Some(p) = self.pods.get_mut(uid) else {
             if let Some(reply) = reply {
                 let _ = reply.send(Ok(()));
             }
             return;
         };
+        let patch = patch(p);
         let earlier = p.last_patch.take();
         let (answered, next) = oneshot::channel();
         p.last_patch = Some(next);
