@@ -1016,6 +1016,99 @@ async fn rbac_creates() {
 /// custom objects and pods created in turn in one cluster (no deletes, so
 /// no freed memory is reused between them), and the size of each object's
 /// JSON as a list serves it.
+/// The status a kubelet reports for pod `i` at `stage` 0 (admitted,
+/// containers being created), 1 (running, not ready) or 2 (ready), as a
+/// merge patch of `pods/status`: the shape of the test cluster's kubelet
+/// simulation.
+fn kubelet_status_patch(i: usize, stage: usize) -> Vec<u8> {
+    let t0 = "2026-01-01T00:00:00Z";
+    let t1 = "2026-01-01T00:00:01Z";
+    let ready = stage == 2;
+    let running = stage >= 1;
+    let cond = |type_: &str, ok: bool, at: &str| {
+        let mut c = json!({"type": type_, "status": if ok { "True" } else { "False" },
+                           "lastProbeTime": null, "lastTransitionTime": at});
+        if !ok {
+            c["reason"] = json!("ContainersNotReady");
+            c["message"] = json!("containers with unready status: [app]");
+        }
+        c
+    };
+    let state = if running {
+        json!({"running": {"startedAt": t1}})
+    } else {
+        json!({"waiting": {"reason": "ContainerCreating"}})
+    };
+    let mut container = json!({"name": "app", "image": "registry.example/app:1.0",
+        "imageID": "sim://registry.example/app:1.0", "ready": ready, "started": running,
+        "restartCount": 0, "state": state, "lastState": {}});
+    let ip = format!("10.0.{}.{}", i / 250, i % 250 + 1);
+    let mut status = json!({
+        "phase": if running { "Running" } else { "Pending" },
+        "conditions": [cond("PodScheduled", true, t0), cond("Initialized", true, t0),
+                       cond("ContainersReady", ready, t1), cond("Ready", ready, t1)],
+        "containerStatuses": [],
+        "hostIP": "192.168.0.1", "hostIPs": [{"ip": "192.168.0.1"}],
+        "startTime": t0, "qosClass": "BestEffort",
+    });
+    if running {
+        container["containerID"] = json!(format!("sim://p-{i}-0"));
+        status["podIP"] = json!(ip);
+        status["podIPs"] = json!([{"ip": ip}]);
+    }
+    status["containerStatuses"] = json!([container]);
+    serde_json::to_vec(&json!({"status": status})).unwrap()
+}
+
+/// A kubelet's status patches: `PODS` pods created, then each reported
+/// admitted, running and ready (three merge patches of `pods/status`, one
+/// stage at a time over `TASKS` tasks), raw HTTP with bodies built up
+/// front, so the figure is mostly the server's cost.
+async fn status_patches() {
+    let cluster = TestCluster::start(TestClusterConfig::default().with_watch_history(4 * PODS))
+        .await
+        .unwrap();
+    let client = cluster.client();
+    let ns = "status";
+    namespace(&client, ns).await;
+    create_pods_raw(&client, ns, "p").await;
+    for (stage, label) in ["admitted", "running", "ready"].into_iter().enumerate() {
+        let bodies: Arc<Vec<Vec<u8>>> =
+            Arc::new((0..PODS).map(|i| kubelet_status_patch(i, stage)).collect());
+        let phase = Phase::start(None);
+        let mut handles = Vec::new();
+        for t in 0..TASKS {
+            let client = client.clone();
+            let bodies = bodies.clone();
+            handles.push(tokio::spawn(async move {
+                for i in (t..PODS).step_by(TASKS) {
+                    let req =
+                        http::Request::patch(format!("/api/v1/namespaces/{ns}/pods/p-{i}/status"))
+                            .header("content-type", "application/merge-patch+json")
+                            .body(kube::client::Body::from(bodies[i].clone()))
+                            .unwrap();
+                    let resp = client.send(req).await.unwrap();
+                    assert_eq!(resp.status(), http::StatusCode::OK);
+                    resp.into_body().collect().await.unwrap();
+                }
+            }));
+        }
+        for h in handles {
+            h.await.unwrap();
+        }
+        let (wall, cpu, _) = phase.end();
+        println!(
+            "{}",
+            json!({"bench": "status_patches", "setup": "in_process", "stage": label,
+                   "tasks": TASKS, "pods": PODS,
+                   "patches_per_sec": (PODS as f64 / wall).round(),
+                   "process_cpu_sec": round2(cpu),
+                   "process_cpu_us_per_patch": (cpu * 1e6 / PODS as f64).round()})
+        );
+    }
+    cluster.shutdown().await;
+}
+
 async fn memory() {
     let cluster = TestCluster::start(TestClusterConfig::default().with_watch_history(PODS))
         .await
@@ -1129,6 +1222,9 @@ fn main() {
         }
         if sel.wants("memory") {
             memory().await;
+        }
+        if sel.wants("status_patches") {
+            status_patches().await;
         }
     });
 }
