@@ -14,6 +14,7 @@
 //! told apart by field name and shape.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 use serde_json::{Map, Value, json};
 
@@ -116,16 +117,24 @@ fn element_key(field: &str, elem: &Value) -> Option<String> {
         "conditions" => &["type"],
         _ => return None,
     };
-    let mut key = Map::new();
-    for k in keys {
-        let v = match (elem.get(*k), *k) {
-            (Some(v), _) => v.clone(),
-            (None, "protocol") => json!("TCP"),
+    // `k:` and the key fields as a compact JSON object; each list above
+    // is in a JSON object's (sorted) key order.
+    let mut key = String::from("k:{");
+    for (i, k) in keys.iter().enumerate() {
+        if i > 0 {
+            key.push(',');
+        }
+        let _ = write!(key, "\"{k}\":");
+        match (elem.get(*k), *k) {
+            (Some(v), _) => {
+                let _ = write!(key, "{v}");
+            }
+            (None, "protocol") => key.push_str("\"TCP\""),
             (None, _) => return None,
-        };
-        key.insert((*k).to_string(), v);
+        }
     }
-    Some(format!("k:{}", Value::Object(key)))
+    key.push('}');
+    Some(key)
 }
 
 /// Whether an object is a map of scalars (labels, data, ...) rather than a
@@ -134,20 +143,33 @@ fn is_scalar_map(m: &Map<String, Value>) -> bool {
     !m.is_empty() && m.values().all(|v| !v.is_object() && !v.is_array())
 }
 
-/// The field set of the members of object `m`.
-fn object_fields(m: &Map<String, Value>, skip: impl Fn(&str) -> bool) -> Node {
+/// The field set of the members of object `m`. A member equal to the same
+/// member of `like` gets an empty node in place of its fields (see
+/// [`fields_unlike`]).
+fn object_fields(
+    m: &Map<String, Value>,
+    like: Option<&Map<String, Value>>,
+    skip: impl Fn(&str) -> bool,
+) -> Node {
     let mut node = Node::default();
     for (k, v) in m {
         if skip(k) {
             continue;
         }
-        node.children.insert(format!("f:{k}"), value_fields(k, v));
+        let other = like.and_then(|l| l.get(k));
+        let set = if other == Some(v) {
+            Node::default()
+        } else {
+            value_fields(k, v, other)
+        };
+        node.children.insert(format!("f:{k}"), set);
     }
     node
 }
 
-/// The field set of `v`, the value of `field`.
-fn value_fields(field: &str, v: &Value) -> Node {
+/// The field set of `v`, the value of `field`; `like` is the value to
+/// leave out equal members of (list elements are never left out).
+fn value_fields(field: &str, v: &Value, like: Option<&Value>) -> Node {
     match v {
         // A LabelSelector is owned as a whole (an atomic struct).
         Value::Object(m)
@@ -157,7 +179,7 @@ fn value_fields(field: &str, v: &Value) -> Node {
             Node::default()
         }
         Value::Object(m) if !m.is_empty() => {
-            let mut node = object_fields(m, |_| false);
+            let mut node = object_fields(m, like.and_then(Value::as_object), |_| false);
             node.dot = is_scalar_map(m);
             node
         }
@@ -171,7 +193,7 @@ fn value_fields(field: &str, v: &Value) -> Node {
                 };
                 let child = match e {
                     Value::Object(m) => {
-                        let mut c = object_fields(m, |_| false);
+                        let mut c = object_fields(m, None, |_| false);
                         c.dot = true;
                         c
                     }
@@ -197,10 +219,19 @@ pub(crate) enum Scope {
 
 /// The field set of object `obj` within `scope`.
 fn fields(def: &ResourceDef, obj: &Value, scope: Scope) -> Node {
+    fields_unlike(def, obj, scope, None)
+}
+
+/// [`fields`], but a map member whose value equals the same member of
+/// `like` gets an empty node in place of its fields. Equal values have
+/// equal field sets, so the parts left out are the ones [`changed`] and
+/// [`removed`] find nothing in when comparing `obj` with `like`; an
+/// update leaves most of an object alone, and its sets need not be built.
+fn fields_unlike(def: &ResourceDef, obj: &Value, scope: Scope, like: Option<&Value>) -> Node {
     let Some(top) = obj.as_object() else {
         return Node::default();
     };
-    let mut node = object_fields(top, |k| {
+    let mut node = object_fields(top, like.and_then(Value::as_object), |k| {
         matches!(k, "apiVersion" | "kind")
             || match scope {
                 Scope::Main => k == "status" && def.status,
@@ -308,18 +339,31 @@ fn fields_json(def: &ResourceDef, obj: &Value, scope: Scope) -> Map<String, Valu
     out
 }
 
-/// The value under a field-set path element of `v`.
-fn child<'a>(v: Option<&'a Value>, field: &str, key: &str) -> Option<&'a Value> {
-    let v = v?;
-    if let Some(name) = key.strip_prefix("f:") {
-        return v.get(name);
-    }
-    v.as_array()?
-        .iter()
-        .find(|e| element_key(field, e).as_deref() == Some(key))
+/// The elements of list `v` (the value of `field`) with their keys, in
+/// order; empty when `v` is not a list.
+fn keyed<'a>(field: &str, v: Option<&'a Value>) -> Vec<(String, &'a Value)> {
+    v.and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| Some((element_key(field, e)?, e)))
+        .collect()
 }
 
-/// The part of `set` (the field set of `new`) whose values differ in `old`.
+/// The value under a field-set path element of `v`; `elements` are `v`'s
+/// from [`keyed`] (the first element with the key is the one).
+fn child<'a>(
+    v: Option<&'a Value>,
+    elements: &[(String, &'a Value)],
+    key: &str,
+) -> Option<&'a Value> {
+    if let Some(name) = key.strip_prefix("f:") {
+        return v?.get(name);
+    }
+    elements.iter().find(|(k, _)| k == key).map(|(_, e)| *e)
+}
+
+/// The part of `set` (the field set of `new`, or [`fields_unlike`] `old`)
+/// whose values differ in `old`.
 fn changed(set: &Node, field: &str, old: Option<&Value>, new: Option<&Value>) -> Node {
     let mut out = Node::default();
     if set.children.is_empty() {
@@ -328,17 +372,30 @@ fn changed(set: &Node, field: &str, old: Option<&Value>, new: Option<&Value>) ->
         }
         return out;
     }
+    // Every key of `set` is found in `new`, so equal values differ nowhere.
+    if old.is_some() && old == new {
+        return out;
+    }
     out.dot = set.dot && old.is_none();
+    let by_key = set.children.keys().any(|k| !k.starts_with("f:"));
+    let (old_elements, new_elements) = if by_key {
+        (keyed(field, old), keyed(field, new))
+    } else {
+        (Vec::new(), Vec::new())
+    };
     for (k, sub) in &set.children {
         let name = k.strip_prefix("f:").unwrap_or(field);
-        let c = changed(sub, name, child(old, field, k), child(new, field, k));
+        let (o, n) = (child(old, &old_elements, k), child(new, &new_elements, k));
         let leaf = sub.children.is_empty() && !sub.dot;
         if leaf {
-            if child(old, field, k) != child(new, field, k) {
+            if o != n {
                 out.children.insert(k.clone(), Node::default());
             }
-        } else if !c.is_empty() {
-            out.children.insert(k.clone(), c);
+        } else {
+            let c = changed(sub, name, o, n);
+            if !c.is_empty() {
+                out.children.insert(k.clone(), c);
+            }
         }
     }
     out
@@ -378,7 +435,57 @@ struct Entry {
     api_version: String,
     time: String,
     subresource: Option<String>,
-    fields: Node,
+    fields: Fields,
+}
+
+/// An entry's field set: kept as the stored `fieldsV1` JSON until a write
+/// changes it, since most writes leave most managers' sets alone.
+struct Fields {
+    /// The `fieldsV1` as stored (written by this module, so `tree` would
+    /// write it back the same), or `Null` once `tree` replaced it.
+    stored: Value,
+    tree: Option<Node>,
+}
+
+impl Fields {
+    fn stored(v: &Value) -> Fields {
+        Fields {
+            stored: v.clone(),
+            tree: None,
+        }
+    }
+
+    fn tree(&mut self) -> &mut Node {
+        let stored = &mut self.stored;
+        self.tree
+            .get_or_insert_with(|| Node::from_json(&std::mem::take(stored)))
+    }
+
+    fn subtract(&mut self, other: &Node) {
+        // Without a key (or `.`) in common, subtracting changes nothing.
+        let touched = self.tree.is_some()
+            || self.stored.as_object().is_some_and(|m| {
+                (other.dot && m.contains_key("."))
+                    || other.children.keys().any(|k| m.contains_key(k))
+            });
+        if touched {
+            self.tree().subtract(other);
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        match &self.tree {
+            Some(t) => t.is_empty(),
+            None => self.stored.as_object().is_none_or(Map::is_empty),
+        }
+    }
+
+    fn into_json(self) -> Value {
+        match self.tree {
+            Some(t) => t.to_json(),
+            None => self.stored,
+        }
+    }
 }
 
 fn entries_of(obj: &Value) -> Vec<Entry> {
@@ -397,7 +504,7 @@ fn entries_of(obj: &Value) -> Vec<Entry> {
                     .get("subresource")
                     .and_then(Value::as_str)
                     .map(str::to_string),
-                fields: Node::from_json(e.get("fieldsV1").unwrap_or(&Value::Null)),
+                fields: Fields::stored(e.get("fieldsV1").unwrap_or(&Value::Null)),
             }
         })
         .collect()
@@ -438,7 +545,8 @@ pub(crate) fn record(
         return;
     }
     let mut entries = old.map(entries_of).unwrap_or_default();
-    let new_set = fields(def, new, scope);
+    // Within what `old` and `new` share, nothing is changed or removed.
+    let new_set = fields_unlike(def, new, scope, old);
     let (owned, new_set) = match operation {
         // A create's manager owns everything it set.
         Operation::Update if old.is_none() => (new_set, Node::default()),
@@ -452,7 +560,7 @@ pub(crate) fn record(
         }
     };
     let gone = match old {
-        Some(old) => removed(&fields(def, old, scope), &new_set),
+        Some(old) => removed(&fields_unlike(def, old, scope, Some(new)), &new_set),
         None => Node::default(),
     };
     let op = match operation {
@@ -472,12 +580,15 @@ pub(crate) fn record(
         .position(|e| e.manager == manager && e.operation == op && e.subresource == subresource);
     match (mine, operation) {
         (Some(i), Operation::Update) => {
-            entries[i].fields.union(&owned);
+            entries[i].fields.tree().union(&owned);
             entries[i].time = time.to_string();
             entries[i].api_version = def.api_version.to_string();
         }
         (Some(i), Operation::Apply(_)) => {
-            entries[i].fields = owned;
+            entries[i].fields = Fields {
+                stored: Value::Null,
+                tree: Some(owned),
+            };
             entries[i].time = time.to_string();
             entries[i].api_version = def.api_version.to_string();
         }
@@ -487,7 +598,10 @@ pub(crate) fn record(
             api_version: def.api_version.to_string(),
             time: time.to_string(),
             subresource,
-            fields: owned,
+            fields: Fields {
+                stored: Value::Null,
+                tree: Some(owned),
+            },
         }),
         (None, _) => {}
     }
@@ -510,16 +624,19 @@ pub(crate) fn record(
             ))
     });
     let list: Vec<Value> = entries
-        .iter()
+        .into_iter()
         .map(|e| {
-            let mut v = json!({
-                "manager": e.manager, "operation": e.operation, "apiVersion": e.api_version,
-                "time": e.time, "fieldsType": "FieldsV1", "fieldsV1": e.fields.to_json(),
-            });
-            if let Some(s) = &e.subresource {
-                v["subresource"] = json!(s);
+            let mut v = Map::new();
+            v.insert("manager".into(), Value::String(e.manager));
+            v.insert("operation".into(), Value::String(e.operation));
+            v.insert("apiVersion".into(), Value::String(e.api_version));
+            v.insert("time".into(), Value::String(e.time));
+            v.insert("fieldsType".into(), Value::String("FieldsV1".into()));
+            v.insert("fieldsV1".into(), e.fields.into_json());
+            if let Some(s) = e.subresource {
+                v.insert("subresource".into(), Value::String(s));
             }
-            v
+            Value::Object(v)
         })
         .collect();
     let meta = crate::semantics::meta_mut(new);
@@ -708,5 +825,100 @@ mod tests {
             .map(|e| e["manager"].as_str().unwrap().to_string())
             .collect();
         assert_eq!(managers, ["applier", "scaler", "controller"]);
+    }
+
+    #[test]
+    fn a_write_owns_only_what_it_changed_in_lists_and_maps_it_left_alone_in_part() {
+        let d = ResourceDef::new("", "v1", "pods", "pod", "Pod", true).with_status();
+        let mut v1 = json!({"metadata": {"name": "p", "labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "app", "image": "nginx"}]}});
+        record(
+            &d,
+            None,
+            &mut v1,
+            "creator",
+            Operation::Update,
+            Scope::Main,
+            "t1",
+        );
+        let mut v2 = v1.clone();
+        v2["status"] = json!({"phase": "Pending", "hostIP": "10.0.0.1",
+            "conditions": [{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "False"}]});
+        record(
+            &d,
+            Some(&v1),
+            &mut v2,
+            "kubelet",
+            Operation::Update,
+            Scope::Status,
+            "t2",
+        );
+        // Another manager flips one condition and drops hostIP.
+        let mut v3 = v2.clone();
+        v3["status"]["conditions"][1]["status"] = json!("True");
+        v3["status"].as_object_mut().unwrap().remove("hostIP");
+        record(
+            &d,
+            Some(&v2),
+            &mut v3,
+            "prober",
+            Operation::Update,
+            Scope::Status,
+            "t3",
+        );
+        let mf = v3["metadata"]["managedFields"].as_array().unwrap().clone();
+        assert_eq!(mf.len(), 3, "{mf:?}");
+        assert_eq!(
+            mf[0], v2["metadata"]["managedFields"][0],
+            "the creator's entry is as it was"
+        );
+        let ready = "k:{\"type\":\"Ready\"}";
+        let scheduled = "k:{\"type\":\"PodScheduled\"}";
+        assert_eq!(
+            mf[1]["fieldsV1"],
+            json!({"f:status": {"f:phase": {}, "f:conditions": {
+                scheduled: {".": {}, "f:status": {}, "f:type": {}},
+                ready: {".": {}, "f:type": {}}}}})
+        );
+        assert_eq!(
+            mf[2]["fieldsV1"],
+            json!({"f:status": {"f:conditions": {ready: {"f:status": {}}}}})
+        );
+
+        // A write that leaves a list alone takes nothing in it, even when
+        // two of its elements share a key (an invalid list kept as is).
+        let mut v4 = v3.clone();
+        v4["spec"]["containers"] = json!([{"name": "a", "image": "x"}, {"name": "a", "image": "y", "resources": {"limits": {"cpu": "1"}}}]);
+        record(
+            &d,
+            Some(&v3),
+            &mut v4,
+            "editor",
+            Operation::Update,
+            Scope::Main,
+            "t4",
+        );
+        let mut v5 = v4.clone();
+        v5["metadata"]["labels"]["app"] = json!("db");
+        record(
+            &d,
+            Some(&v4),
+            &mut v5,
+            "labeller",
+            Operation::Update,
+            Scope::Main,
+            "t5",
+        );
+        let labeller = v5["metadata"]["managedFields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["manager"] == "labeller")
+            .cloned()
+            .unwrap();
+        assert_eq!(
+            labeller["fieldsV1"],
+            json!({"f:metadata": {"f:labels": {"f:app": {}}}})
+        );
     }
 }

@@ -415,7 +415,7 @@ pub(crate) fn prepare_update(
     part: Part,
 ) -> Result<(), ApiError> {
     if part == Part::Status {
-        let status = new.get("status").cloned();
+        let status = new.as_object_mut().and_then(|m| m.remove("status"));
         let rv = new.at(&["metadata", "resourceVersion"]).cloned();
         *new = old.clone();
         match status {
