@@ -362,8 +362,8 @@ fn child<'a>(
     elements.iter().find(|(k, _)| k == key).map(|(_, e)| *e)
 }
 
-/// The part of `set` (the field set of `new`, or [`fields_unlike`] `old`)
-/// whose values differ in `old`.
+/// The part of `set` (the field set of `new`, where [`fields_unlike`] may
+/// have left out what equals `old`) whose values differ in `old`.
 fn changed(set: &Node, field: &str, old: Option<&Value>, new: Option<&Value>) -> Node {
     let mut out = Node::default();
     if set.children.is_empty() {

@@ -28,10 +28,26 @@ async fn get(client: &Client, path: &str) -> Value {
 }
 
 /// `object` without the fields each create sets afresh.
+/// The object without what makes it this one: its name, uid, version and
+/// creation time, which a create's managedFields entries also carry (so
+/// two creates a second apart still compare equal).
 fn without_identity(mut object: Value) -> Value {
     let meta = object["metadata"].as_object_mut().unwrap();
-    for field in ["name", "uid", "creationTimestamp", "resourceVersion"] {
+    let created = meta.remove("creationTimestamp");
+    for field in ["name", "uid", "resourceVersion"] {
         meta.remove(field);
+    }
+    for entry in meta
+        .get_mut("managedFields")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        let time = entry.as_object_mut().unwrap().remove("time");
+        assert_eq!(
+            time, created,
+            "a create's managedFields time is its creation time"
+        );
     }
     object
 }
