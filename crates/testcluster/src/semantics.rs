@@ -408,6 +408,17 @@ pub(crate) enum Part {
 /// Merge a written object with the stored one: server-owned metadata is
 /// kept; a main-resource write keeps the stored status, a status write keeps
 /// everything but the status; generation is bumped when the spec changes.
+/// Whether two objects are equal in everything but their `status`.
+fn equal_but_status(a: &Value, b: &Value) -> bool {
+    match (a.as_object(), b.as_object()) {
+        (Some(a), Some(b)) => {
+            let not_status = |(k, _): &(&String, &Value)| k.as_str() != "status";
+            a.iter().filter(not_status).eq(b.iter().filter(not_status))
+        }
+        _ => false,
+    }
+}
+
 pub(crate) fn prepare_update(
     def: &ResourceDef,
     old: &Value,
@@ -415,6 +426,13 @@ pub(crate) fn prepare_update(
     part: Part,
 ) -> Result<(), ApiError> {
     if part == Part::Status {
+        // The result is the live object with the status (and the
+        // resourceVersion precondition) of what was sent. What was sent
+        // is usually the live object already but for its status (a
+        // status patch), and then it is the result as it is.
+        if equal_but_status(old, new) {
+            return Ok(());
+        }
         let status = new.as_object_mut().and_then(|m| m.remove("status"));
         let rv = new.at(&["metadata", "resourceVersion"]).cloned();
         *new = old.clone();
