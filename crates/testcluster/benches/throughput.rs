@@ -198,20 +198,32 @@ async fn create_pods_raw(client: &Client, ns: &str, prefix: &str) {
             serde_json::to_vec(&p).unwrap()
         })
         .collect();
-    let bodies = Arc::new(bodies);
+    let path = format!("/api/v1/namespaces/{ns}/pods");
+    send_raw(client, http::StatusCode::CREATED, move |i| {
+        http::Request::post(path.as_str())
+            .header("content-type", "application/json")
+            .body(kube::client::Body::from(bodies[i].clone()))
+            .unwrap()
+    })
+    .await;
+}
+
+/// Send `PODS` raw requests from `TASKS` tasks, request `i` made by
+/// `request(i)` and answered with `expect`; the answers are read, not
+/// decoded.
+async fn send_raw<F>(client: &Client, expect: http::StatusCode, request: F)
+where
+    F: Fn(usize) -> http::Request<kube::client::Body> + Send + Sync + 'static,
+{
+    let request = Arc::new(request);
     let mut handles = Vec::new();
     for t in 0..TASKS {
         let client = client.clone();
-        let bodies = bodies.clone();
-        let path = format!("/api/v1/namespaces/{ns}/pods");
+        let request = request.clone();
         handles.push(tokio::spawn(async move {
             for i in (t..PODS).step_by(TASKS) {
-                let req = http::Request::post(path.as_str())
-                    .header("content-type", "application/json")
-                    .body(kube::client::Body::from(bodies[i].clone()))
-                    .unwrap();
-                let resp = client.send(req).await.unwrap();
-                assert_eq!(resp.status(), http::StatusCode::CREATED);
+                let resp = client.send(request(i)).await.unwrap();
+                assert_eq!(resp.status(), expect);
                 resp.into_body().collect().await.unwrap();
             }
         }));
@@ -1012,10 +1024,6 @@ async fn rbac_creates() {
     cluster.shutdown().await;
 }
 
-/// The resident memory each stored object adds, for 10,000 ConfigMaps,
-/// custom objects and pods created in turn in one cluster (no deletes, so
-/// no freed memory is reused between them), and the size of each object's
-/// JSON as a list serves it.
 /// The status a kubelet reports for pod `i` at `stage` 0 (admitted,
 /// containers being created), 1 (running, not ready) or 2 (ready), as a
 /// merge patch of `pods/status`: the shape of the test cluster's kubelet
@@ -1073,29 +1081,15 @@ async fn status_patches() {
     namespace(&client, ns).await;
     create_pods_raw(&client, ns, "p").await;
     for (stage, label) in ["admitted", "running", "ready"].into_iter().enumerate() {
-        let bodies: Arc<Vec<Vec<u8>>> =
-            Arc::new((0..PODS).map(|i| kubelet_status_patch(i, stage)).collect());
+        let bodies: Vec<Vec<u8>> = (0..PODS).map(|i| kubelet_status_patch(i, stage)).collect();
         let phase = Phase::start(None);
-        let mut handles = Vec::new();
-        for t in 0..TASKS {
-            let client = client.clone();
-            let bodies = bodies.clone();
-            handles.push(tokio::spawn(async move {
-                for i in (t..PODS).step_by(TASKS) {
-                    let req =
-                        http::Request::patch(format!("/api/v1/namespaces/{ns}/pods/p-{i}/status"))
-                            .header("content-type", "application/merge-patch+json")
-                            .body(kube::client::Body::from(bodies[i].clone()))
-                            .unwrap();
-                    let resp = client.send(req).await.unwrap();
-                    assert_eq!(resp.status(), http::StatusCode::OK);
-                    resp.into_body().collect().await.unwrap();
-                }
-            }));
-        }
-        for h in handles {
-            h.await.unwrap();
-        }
+        send_raw(&client, http::StatusCode::OK, move |i| {
+            http::Request::patch(format!("/api/v1/namespaces/{ns}/pods/p-{i}/status"))
+                .header("content-type", "application/merge-patch+json")
+                .body(kube::client::Body::from(bodies[i].clone()))
+                .unwrap()
+        })
+        .await;
         let (wall, cpu, _) = phase.end();
         println!(
             "{}",
@@ -1109,6 +1103,10 @@ async fn status_patches() {
     cluster.shutdown().await;
 }
 
+/// The resident memory each stored object adds, for 10,000 ConfigMaps,
+/// custom objects and pods created in turn in one cluster (no deletes, so
+/// no freed memory is reused between them), and the size of each object's
+/// JSON as a list serves it.
 async fn memory() {
     let cluster = TestCluster::start(TestClusterConfig::default().with_watch_history(PODS))
         .await

@@ -455,6 +455,14 @@ impl Fields {
         }
     }
 
+    /// A set this write made.
+    fn made(tree: Node) -> Fields {
+        Fields {
+            stored: Value::Null,
+            tree: Some(tree),
+        }
+    }
+
     fn tree(&mut self) -> &mut Node {
         let stored = &mut self.stored;
         self.tree
@@ -585,10 +593,7 @@ pub(crate) fn record(
             entries[i].api_version = def.api_version.to_string();
         }
         (Some(i), Operation::Apply(_)) => {
-            entries[i].fields = Fields {
-                stored: Value::Null,
-                tree: Some(owned),
-            };
+            entries[i].fields = Fields::made(owned);
             entries[i].time = time.to_string();
             entries[i].api_version = def.api_version.to_string();
         }
@@ -598,10 +603,7 @@ pub(crate) fn record(
             api_version: def.api_version.to_string(),
             time: time.to_string(),
             subresource,
-            fields: Fields {
-                stored: Value::Null,
-                tree: Some(owned),
-            },
+            fields: Fields::made(owned),
         }),
         (None, _) => {}
     }

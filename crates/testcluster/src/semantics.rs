@@ -405,9 +405,6 @@ pub(crate) enum Part {
     Scale,
 }
 
-/// Merge a written object with the stored one: server-owned metadata is
-/// kept; a main-resource write keeps the stored status, a status write keeps
-/// everything but the status; generation is bumped when the spec changes.
 /// Whether two objects are equal in everything but their `status`.
 fn equal_but_status(a: &Value, b: &Value) -> bool {
     match (a.as_object(), b.as_object()) {
@@ -419,6 +416,9 @@ fn equal_but_status(a: &Value, b: &Value) -> bool {
     }
 }
 
+/// Merge a written object with the stored one: server-owned metadata is
+/// kept; a main-resource write keeps the stored status, a status write keeps
+/// everything but the status; generation is bumped when the spec changes.
 pub(crate) fn prepare_update(
     def: &ResourceDef,
     old: &Value,
