@@ -108,6 +108,16 @@ fn client_for(
     internal: bool,
     token: &str,
 ) -> Result<kube::Client, Error> {
+    kube::Client::try_from(config_for(base_url, ca, internal, token)?).map_err(Error::Client)
+}
+
+/// The configuration [`client_for`] builds its client from.
+fn config_for(
+    base_url: &str,
+    ca: Option<&[u8]>,
+    internal: bool,
+    token: &str,
+) -> Result<kube::Config, Error> {
     let uri: http::Uri = base_url
         .parse()
         .map_err(|e| Error::Bootstrap(format!("invalid base URL {base_url}: {e}")))?;
@@ -122,7 +132,7 @@ fn client_for(
     let bearer = HeaderValue::from_str(&format!("Bearer {token}"))
         .map_err(|e| Error::Bootstrap(format!("invalid token: {e}")))?;
     config.headers.push((http::header::AUTHORIZATION, bearer));
-    kube::Client::try_from(config).map_err(Error::Client)
+    Ok(config)
 }
 
 impl TestCluster {
@@ -226,6 +236,15 @@ impl TestCluster {
         let ca_der = certs.as_ref().map(|c| c.ca_der.as_slice());
         let client = client_for(&base_url, ca_der, false, &admin_token)?;
         let kubelet = match &config.kubelet {
+            Some(k) if k.dedicated_thread => Some(
+                Kubelet::spawn_dedicated(
+                    config_for(&base_url, ca_der, true, &kubelet_token)?,
+                    k.clone(),
+                    config.clock.clone(),
+                )
+                .await
+                .map_err(Error::Kubelet)?,
+            ),
             Some(k) => Some(Kubelet::spawn_with_clock(
                 client_for(&base_url, ca_der, true, &kubelet_token)?,
                 k.clone(),
@@ -660,9 +679,13 @@ impl TestCluster {
     }
 
     /// Stop the server and every background task; returns once the
-    /// server has closed its connections and its port (open requests get
-    /// a few seconds to finish).
+    /// kubelet simulation has stopped and the server has closed its
+    /// connections and its port (open requests get a few seconds to
+    /// finish).
     pub async fn shutdown(mut self) {
+        if let Some(kubelet) = self.kubelet.take() {
+            kubelet.shutdown().await;
+        }
         self.stop();
         for task in self.tasks.drain(..) {
             let _ = task.await;

@@ -11,6 +11,10 @@ pub enum Error {
     /// The kube client for the cluster could not be built.
     #[error("building the kube client failed: {0}")]
     Client(#[source] kube::Error),
+    /// The kubelet simulation could not be started on its own thread
+    /// ([`KubeletConfig::dedicated_thread`](crate::kubelet::KubeletConfig::dedicated_thread)).
+    #[error("starting the kubelet simulation failed: {0}")]
+    Kubelet(#[source] crate::kubelet::KubeletError),
     /// The certificates of a cluster serving HTTPS (with RBAC) could not
     /// be made.
     #[error("setting up TLS failed: {0}")]

@@ -40,8 +40,11 @@
 //! subresource, merge patches of `pods/status`, deletes), like a real node
 //! would. Its requests go out concurrently, as from many nodes, and one
 //! pod's status patches land in the order they were made. Its timers are
-//! tokio timers. See `docs/kubelet-and-faults.md` in the crate for the
-//! full behaviour.
+//! tokio timers. It runs as a task on the runtime that starts it, or, with
+//! [`KubeletConfig::dedicated_thread`], on a thread of its own, so that
+//! the API server's clients do not hold back its work (see
+//! [`Kubelet::spawn_dedicated`]). See `docs/kubelet-and-faults.md` in the
+//! crate for the full behaviour.
 //!
 //! ```
 //! use std::time::Duration;
@@ -130,6 +133,11 @@ pub struct KubeletConfig {
     /// Reject every newly admitted pod with this reason from the start (see
     /// [`Kubelet::reject_new_pods`]).
     pub reject_reason: Option<String>,
+    /// Run the simulation on a thread and tokio runtime of its own (see
+    /// [`Kubelet::spawn_dedicated`]) when a [`TestCluster`](crate::TestCluster)
+    /// starts it. Off by default: its timers then follow the real clock,
+    /// not the test's runtime, so a test on paused time must leave it off.
+    pub dedicated_thread: bool,
 }
 
 impl Default for KubeletConfig {
@@ -157,6 +165,7 @@ impl KubeletConfig {
             ready_delay: Duration::from_millis(50),
             deletion_delay: Duration::from_millis(10),
             reject_reason: None,
+            dedicated_thread: false,
         }
     }
 
@@ -187,6 +196,12 @@ impl KubeletConfig {
     /// Set [`reject_reason`](Self::reject_reason).
     pub fn reject_reason(mut self, reason: Option<&str>) -> Self {
         self.reject_reason = reason.map(str::to_owned);
+        self
+    }
+
+    /// Set [`dedicated_thread`](Self::dedicated_thread).
+    pub fn dedicated_thread(mut self, on: bool) -> Self {
+        self.dedicated_thread = on;
         self
     }
 }
@@ -245,6 +260,14 @@ pub enum KubeletError {
     /// The simulation task has stopped.
     #[error("the kubelet simulation has stopped")]
     Stopped,
+    /// The thread or runtime of a [dedicated](Kubelet::spawn_dedicated)
+    /// simulation could not be started.
+    #[error("starting the kubelet simulation's thread failed: {0}")]
+    Start(#[source] std::io::Error),
+    /// The kube client of a [dedicated](Kubelet::spawn_dedicated)
+    /// simulation could not be built.
+    #[error("building the kubelet simulation's client failed: {0}")]
+    Client(#[source] kube::Error),
 }
 
 #[derive(Default)]
@@ -278,7 +301,19 @@ enum Command {
 pub struct Kubelet {
     shared: Arc<Shared>,
     commands: mpsc::UnboundedSender<Command>,
-    task: Option<tokio::task::JoinHandle<()>>,
+    running: Option<Running>,
+}
+
+/// Where the simulation runs, and how to stop it.
+enum Running {
+    /// A task on the caller's runtime.
+    Task(tokio::task::JoinHandle<()>),
+    /// A thread of its own: sending on (or dropping) `stop` ends it;
+    /// `done` is answered (or dropped) once its runtime is gone.
+    Thread {
+        stop: oneshot::Sender<()>,
+        done: oneshot::Receiver<()>,
+    },
 }
 
 impl std::fmt::Debug for Kubelet {
@@ -312,7 +347,86 @@ impl Kubelet {
         Kubelet {
             shared,
             commands,
-            task: Some(task),
+            running: Some(Running::Task(task)),
+        }
+    }
+
+    /// Start the simulation on a thread of its own, with a single-threaded
+    /// tokio runtime of its own, talking to the API server through a
+    /// client built on that thread from `client_config`.
+    ///
+    /// Kubelets run on their nodes, not in the API server. Spawned on the
+    /// runtime that serves the API ([`Kubelet::spawn`]), the simulation's
+    /// work (decoding its pod watch, its timers, its requests and their
+    /// connections) waits in the same task queue as every client's
+    /// requests, and a burst of them holds back every pod's start-up. On
+    /// its own thread it is scheduled by the operating system beside the
+    /// server, as a node's kubelet would be.
+    ///
+    /// Its timers follow that runtime's clock, the real one: a test on
+    /// paused time must use [`Kubelet::spawn`]. Dropping the handle or
+    /// [`shutdown`](Self::shutdown) stops the thread.
+    ///
+    /// Returns once the runtime and the client are built. Cancel safety:
+    /// dropping the future before it completes stops the thread.
+    pub async fn spawn_dedicated(
+        client_config: kube::Config,
+        config: KubeletConfig,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Kubelet, KubeletError> {
+        let shared = Arc::new(Shared::default());
+        *shared.reject_reason.lock() = config.reject_reason.clone();
+        let (commands, command_rx) = mpsc::unbounded_channel();
+        let (stop, stop_rx) = oneshot::channel::<()>();
+        let (started_tx, started) = oneshot::channel::<Result<(), KubeletError>>();
+        let (done_tx, done) = oneshot::channel::<()>();
+        let sim_shared = Arc::clone(&shared);
+        std::thread::Builder::new()
+            .name("kubelet-sim".to_owned())
+            .spawn(move || {
+                let runtime = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(runtime) => runtime,
+                    Err(e) => {
+                        let _ = started_tx.send(Err(KubeletError::Start(e)));
+                        return;
+                    }
+                };
+                runtime.block_on(async move {
+                    // Built here, so that its request buffer and connections
+                    // are tasks of this runtime, not of the caller's.
+                    let client = match kube::Client::try_from(client_config) {
+                        Ok(client) => client,
+                        Err(e) => {
+                            let _ = started_tx.send(Err(KubeletError::Client(e)));
+                            return;
+                        }
+                    };
+                    let _ = started_tx.send(Ok(()));
+                    let sim = Sim::new(client, config, sim_shared, clock);
+                    tokio::select! {
+                        () = sim.run(command_rx) => {}
+                        _ = stop_rx => {}
+                    }
+                });
+                // Dropping the runtime ends the simulation's timers and
+                // requests before `done` is answered.
+                drop(runtime);
+                let _ = done_tx.send(());
+            })
+            .map_err(KubeletError::Start)?;
+        let running = Running::Thread { stop, done };
+        match started.await {
+            Ok(Ok(())) => Ok(Kubelet {
+                shared,
+                commands,
+                running: Some(running),
+            }),
+            Ok(Err(e)) => Err(e),
+            // The thread ended without a word: it panicked.
+            Err(_) => Err(KubeletError::Stopped),
         }
     }
 
@@ -388,18 +502,29 @@ impl Kubelet {
         }
     }
 
-    /// Stop the simulation and wait for its task to end.
+    /// Stop the simulation and wait for its task (or thread) to end.
+    ///
+    /// Cancel safety: if the future is dropped, the simulation still stops.
     pub async fn shutdown(mut self) {
-        if let Some(task) = self.task.take() {
-            task.abort();
-            let _ = task.await;
+        match self.running.take() {
+            Some(Running::Task(task)) => {
+                task.abort();
+                let _ = task.await;
+            }
+            Some(Running::Thread { stop, done }) => {
+                let _ = stop.send(());
+                // Answered or dropped when the thread ends.
+                let _ = done.await;
+            }
+            None => {}
         }
     }
 }
 
 impl Drop for Kubelet {
     fn drop(&mut self) {
-        if let Some(task) = &self.task {
+        // A dedicated thread stops when its `stop` sender is dropped.
+        if let Some(Running::Task(task)) = &self.running {
             task.abort();
         }
     }

@@ -204,7 +204,10 @@ impl Args {
                     .start_delay(Duration::from_millis(self.start_delay_ms))
                     .ready_delay(Duration::from_millis(self.ready_delay_ms))
                     .deletion_delay(Duration::from_millis(self.deletion_delay_ms))
-                    .reject_reason(self.reject_pods_reason.as_deref()),
+                    .reject_reason(self.reject_pods_reason.as_deref())
+                    // Its own thread, as nodes are not the API server: a
+                    // burst of client requests does not hold it back.
+                    .dedicated_thread(true),
             );
         }
         config
@@ -363,6 +366,7 @@ mod tests {
         assert_eq!(k.nodes.len(), 3);
         assert_eq!(k.nodes[2].capacity, 4);
         assert_eq!(k.reject_reason.as_deref(), Some("OutOfpods"));
+        assert!(k.dedicated_thread);
         assert_eq!(c.faults.errors.len(), 2);
         assert_eq!(c.faults.watch_cut.unwrap().after_events, Some(5));
         assert!(c.faults.watch_delay.is_some());
