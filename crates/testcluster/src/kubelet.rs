@@ -284,6 +284,18 @@ struct Shared {
     reject_reason: Mutex<Option<String>>,
 }
 
+impl Shared {
+    /// The state a new simulation starts from: no counts, and `config`'s
+    /// reject reason.
+    fn starting(config: &KubeletConfig) -> Arc<Shared> {
+        let shared = Shared {
+            reject_reason: Mutex::new(config.reject_reason.clone()),
+            ..Shared::default()
+        };
+        Arc::new(shared)
+    }
+}
+
 enum Command {
     Crash {
         namespace: String,
@@ -341,8 +353,7 @@ impl Kubelet {
         config: KubeletConfig,
         clock: Arc<dyn Clock>,
     ) -> Kubelet {
-        let shared = Arc::new(Shared::default());
-        *shared.reject_reason.lock() = config.reject_reason.clone();
+        let shared = Shared::starting(&config);
         let (commands, command_rx) = mpsc::unbounded_channel();
         let sim = Sim::new(client, config, Arc::clone(&shared), clock);
         let task = tokio::spawn(sim.run(command_rx));
@@ -376,8 +387,7 @@ impl Kubelet {
         config: KubeletConfig,
         clock: Arc<dyn Clock>,
     ) -> Result<Kubelet, KubeletError> {
-        let shared = Arc::new(Shared::default());
-        *shared.reject_reason.lock() = config.reject_reason.clone();
+        let shared = Shared::starting(&config);
         let (commands, command_rx) = mpsc::unbounded_channel();
         let (stop, stop_rx) = oneshot::channel::<()>();
         let (started_tx, started) = oneshot::channel::<Result<(), KubeletError>>();

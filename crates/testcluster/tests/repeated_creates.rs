@@ -27,7 +27,6 @@ async fn get(client: &Client, path: &str) -> Value {
     client.request::<Value>(req).await.unwrap()
 }
 
-/// `object` without the fields each create sets afresh.
 /// The object without what makes it this one: its name, uid, version and
 /// creation time, which a create's managedFields entries also carry (so
 /// two creates a second apart still compare equal).

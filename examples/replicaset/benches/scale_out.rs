@@ -525,9 +525,8 @@ fn on_driver_thread<T: Send>(work: impl Future<Output = T> + Send) -> T {
     })
 }
 
-/// A client for the cluster from the kubeconfig the cluster wrote.
-async fn client_from(path: &std::path::Path) -> kube::Client {
-    let kubeconfig = kube::config::Kubeconfig::read_from(path).unwrap();
+/// A client from `kubeconfig` (the cluster's, in memory).
+async fn client_from(kubeconfig: kube::config::Kubeconfig) -> kube::Client {
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
         .await
         .unwrap();
@@ -609,10 +608,10 @@ async fn run(
     }
     let cpu = |cs: &[Controller]| cs.iter().map(Controller::cpu_seconds).sum::<f64>();
 
-    let kubeconfig_path = kubeconfig.path().to_owned();
+    let driver_kubeconfig = cluster.kubeconfig();
     let (created_in, seen, converged_in, controller_cpu, own_cpu, at_convergence, pod_latency) =
         on_driver_thread(async {
-            let client = client_from(&kubeconfig_path).await;
+            let client = client_from(driver_kubeconfig).await;
             let pod_watch = (std::env::var("CTRLKIT_BENCH_POD_LATENCY").as_deref() == Ok("1"))
                 .then(|| tokio::spawn(follow_pods(Api::namespaced(client.clone(), NS), pods)));
             let api: Api<ReplicaSet> = Api::namespaced(client, NS);
