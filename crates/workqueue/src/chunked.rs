@@ -7,12 +7,20 @@
 //! memory, which is what the process's peak resident memory sees. Growing
 //! by one chunk at a time does neither, and wastes at most one partly used
 //! chunk.
+//!
+//! The first chunk is the exception: it starts at [`FIRST_CHUNK`] elements
+//! and doubles up to [`CHUNK`], like a `Vec`. Most queues never hold more
+//! than a few hundred items, and a full first chunk for each of a queue's
+//! stores allocated about half a MiB per queue whether it held ten items
+//! or four thousand. Copying at most one chunk is cheap.
 
 /// log2 of the number of elements per chunk.
 const CHUNK_BITS: u32 = 12;
 /// Elements per chunk: 4,096, so a chunk of 32-byte cells is 128 KiB,
 /// large enough that the outer vector of chunks stays tiny.
 pub(crate) const CHUNK: usize = 1 << CHUNK_BITS;
+/// The first chunk's starting capacity; it doubles up to [`CHUNK`].
+const FIRST_CHUNK: usize = 64;
 
 /// A vector of `C` in chunks of [`CHUNK`] elements.
 #[derive(Debug)]
@@ -59,9 +67,16 @@ impl<C> ChunkedVec<C> {
         let index = self.len;
         let chunk = index >> CHUNK_BITS;
         if chunk == self.chunks.len() {
-            self.chunks.push(Vec::with_capacity(CHUNK));
+            let capacity = if chunk == 0 { FIRST_CHUNK } else { CHUNK };
+            self.chunks.push(Vec::with_capacity(capacity));
         }
-        self.chunks[chunk].push(element);
+        let elements = &mut self.chunks[chunk];
+        if elements.len() == elements.capacity() {
+            // Only the first chunk fills before CHUNK elements: double it,
+            // never past CHUNK, so indexes stay `chunk * CHUNK + offset`.
+            elements.reserve_exact(elements.len().min(CHUNK - elements.len()));
+        }
+        elements.push(element);
         self.len += 1;
         index
     }
@@ -106,7 +121,25 @@ mod tests {
         assert_eq!(v.get(7), Some(&70));
         v.clear();
         assert_eq!((v.len(), v.get(0)), (0, None));
+        assert_eq!(v.chunks[0].capacity(), CHUNK, "clear keeps the first chunk");
         assert_eq!(*v.get_or_fill(CHUNK + 1, 9), 9);
         assert_eq!(v.len(), CHUNK + 2);
+    }
+
+    #[test]
+    fn the_first_chunk_grows_with_its_elements_up_to_a_full_chunk() {
+        let mut v = ChunkedVec::default();
+        for i in 0..100u64 {
+            v.push(i);
+        }
+        assert_eq!(v.chunks[0].capacity(), 2 * FIRST_CHUNK);
+        for i in 100..(CHUNK as u64 + 1) {
+            v.push(i);
+        }
+        assert_eq!(v.chunks.len(), 2);
+        assert_eq!(v.chunks[0].capacity(), CHUNK);
+        assert_eq!(v.chunks[1].capacity(), CHUNK);
+        assert_eq!(v.get(CHUNK - 1), Some(&(CHUNK as u64 - 1)));
+        assert_eq!(v.get(CHUNK), Some(&(CHUNK as u64)));
     }
 }
