@@ -15,7 +15,10 @@
 //!    and watch; the kubelet simulation's requests are counted apart by the
 //!    cluster), failed requests, status writes per ReplicaSet against the
 //!    status changes the watch saw, and the controller's peak RSS (VmHWM)
-//!    read from /proc before it is stopped with SIGTERM.
+//!    read from /proc before it is stopped with SIGTERM, and how much of it
+//!    is the pages of its executable file (`controller_binary_rss_mib`,
+//!    from /proc's smaps: its code and read-only data, a fixed cost of
+//!    every process).
 //!
 //! 5. Also report the `SuccessfulCreate` events written (the sum of their
 //!    `count`s, listed after the controller stopped and flushed its event
@@ -36,7 +39,7 @@
 //! the sharding machinery without the split, to tell its cost apart from
 //! that of running several processes. Each sharded run also reports,
 //! per member, its share of the owners (`ctrlkit_shard_owners_held`), its
-//! syncs, peak RSS and CPU; the targets add each share within 33% ± 5%
+//! syncs, peak RSS (and its binary's pages) and CPU; the targets add each share within 33% ± 5%
 //! for 3 members (generally 1/N ± 5 points). The workload:
 //! `CTRLKIT_BENCH_RS=3000 CTRLKIT_BENCH_REPLICAS=3 CTRLKIT_BENCH_MEMBERS=1,3
 //! cargo bench -p ctrlkit-replicaset --bench scale_out`.
@@ -94,6 +97,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -227,6 +231,38 @@ impl Controller {
             .find_map(|l| l.strip_prefix("VmHWM:"))
             .and_then(|v| v.split_whitespace().next()?.parse().ok())
             .unwrap_or(0)
+    }
+
+    /// Resident pages of the controller's own executable file (its code and
+    /// read-only data: part of the peak RSS that every process pays) in
+    /// KiB, or 0 if unreadable. Code is never unmapped, so read at the end
+    /// this is its peak too.
+    fn binary_rss_kib(&self) -> u64 {
+        let pid = self.child.id();
+        let Ok(exe) = std::fs::read_link(format!("/proc/{pid}/exe")) else {
+            return 0;
+        };
+        let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap_or_default();
+        let mut in_binary = false;
+        let mut kib = 0;
+        for line in smaps.lines() {
+            let mut fields = line.split_whitespace();
+            match fields.next() {
+                // A mapping's header: address range, permissions, offset,
+                // device, inode, path.
+                Some(first) if first.contains('-') && !first.ends_with(':') => {
+                    in_binary = fields.nth(4).is_some_and(|path| exe == Path::new(path));
+                }
+                Some("Rss:") if in_binary => {
+                    kib += fields
+                        .next()
+                        .and_then(|v| v.parse::<u64>().ok())
+                        .unwrap_or(0);
+                }
+                _ => {}
+            }
+        }
+        kib
     }
 
     /// CPU time (user + system) used so far, in seconds.
@@ -657,6 +693,7 @@ async fn run(
     let mut per_member = Vec::new();
     let (mut syncs, mut stale_skips, mut warnings, mut errors) = (0.0, 0.0, 0, 0);
     let mut peak_rss_kib = 0;
+    let mut binary_rss_kib = 0;
     let mut shares_ok = true;
     for c in &controllers {
         let member_syncs = c.metric_sum("controller_runtime_reconcile_total").await;
@@ -666,7 +703,10 @@ async fn run(
             .await;
         warnings += c.count_logged("WARN");
         errors += c.count_logged("ERROR");
-        peak_rss_kib = peak_rss_kib.max(c.peak_rss_kib());
+        if c.peak_rss_kib() >= peak_rss_kib {
+            peak_rss_kib = c.peak_rss_kib();
+            binary_rss_kib = c.binary_rss_kib();
+        }
         if sharded {
             let held = c.metric_sum("ctrlkit_shard_owners_held").await;
             let share = held / rs_count as f64;
@@ -677,6 +717,7 @@ async fn run(
                 "shard_syncs": c.metric_sum("ctrlkit_shard_syncs_total").await,
                 "reconciles": member_syncs,
                 "peak_rss_mib": (c.peak_rss_kib() as f64 / 1024.0 * 10.0).round() / 10.0,
+                "binary_rss_mib": (c.binary_rss_kib() as f64 / 1024.0 * 10.0).round() / 10.0,
                 "cpu_s": (c.cpu_seconds() * 100.0).round() / 100.0,
             }));
         }
@@ -742,6 +783,8 @@ async fn run(
         "pods_per_s": (pods as f64 / converged_in.as_secs_f64()).round(),
         // The largest member's, when sharded.
         "controller_peak_rss_mib": (peak_rss_kib as f64 / 1024.0 * 10.0).round() / 10.0,
+        // Of it, the pages of the controller's executable file.
+        "controller_binary_rss_mib": (binary_rss_kib as f64 / 1024.0 * 10.0).round() / 10.0,
         "controller_cpu_s": (controller_cpu * 100.0).round() / 100.0,
         "cluster_and_driver_cpu_s": (own_cpu * 100.0).round() / 100.0,
         "controller_syncs": syncs,
