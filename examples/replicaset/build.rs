@@ -30,6 +30,7 @@ const BINARIES: &[&str] = &["replicaset-controller"];
 
 fn main() {
     println!("cargo:rerun-if-env-changed=CTRLKIT_SYMBOL_ORDERING");
+    println!("cargo:rerun-if-env-changed=RUSTC_LINKER");
     for bin in BINARIES {
         println!("cargo:rerun-if-changed=link/{bin}.symbols");
     }
@@ -76,7 +77,6 @@ fn main() {
 /// `target.<triple>.linker` in cargo's configuration, or a `-C linker…`,
 /// `-C link-self-contained` or `-fuse-ld` flag.
 fn own_linker() -> bool {
-    println!("cargo:rerun-if-env-changed=RUSTC_LINKER");
     let flags = env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
     env::var_os("RUSTC_LINKER").is_some()
         || flags.split('\x1f').any(|f| {
