@@ -39,8 +39,8 @@
 //! the sharding machinery without the split, to tell its cost apart from
 //! that of running several processes. Each sharded run also reports,
 //! per member, its share of the owners (`ctrlkit_shard_owners_held`), its
-//! syncs, peak RSS (and its binary's pages) and CPU; the targets add each share within 33% ± 5%
-//! for 3 members (generally 1/N ± 5 points). The workload:
+//! syncs, peak RSS (and its binary's pages) and CPU; the targets add each
+//! share within 33% ± 5% for 3 members (generally 1/N ± 5 points). The workload:
 //! `CTRLKIT_BENCH_RS=3000 CTRLKIT_BENCH_REPLICAS=3 CTRLKIT_BENCH_MEMBERS=1,3
 //! cargo bench -p ctrlkit-replicaset --bench scale_out`.
 //!
@@ -294,6 +294,11 @@ impl Drop for Controller {
             let _ = self.child.wait();
         }
     }
+}
+
+/// KiB as MiB, to one decimal.
+fn mib(kib: u64) -> f64 {
+    (kib as f64 / 1024.0 * 10.0).round() / 10.0
 }
 
 /// User + system CPU seconds from a `/proc/<pid>/stat` file (clock ticks
@@ -703,9 +708,9 @@ async fn run(
             .await;
         warnings += c.count_logged("WARN");
         errors += c.count_logged("ERROR");
-        if c.peak_rss_kib() >= peak_rss_kib {
-            peak_rss_kib = c.peak_rss_kib();
-            binary_rss_kib = c.binary_rss_kib();
+        let (peak, binary) = (c.peak_rss_kib(), c.binary_rss_kib());
+        if peak >= peak_rss_kib {
+            (peak_rss_kib, binary_rss_kib) = (peak, binary);
         }
         if sharded {
             let held = c.metric_sum("ctrlkit_shard_owners_held").await;
@@ -716,8 +721,8 @@ async fn run(
                 "share_pct": (share * 1000.0).round() / 10.0,
                 "shard_syncs": c.metric_sum("ctrlkit_shard_syncs_total").await,
                 "reconciles": member_syncs,
-                "peak_rss_mib": (c.peak_rss_kib() as f64 / 1024.0 * 10.0).round() / 10.0,
-                "binary_rss_mib": (c.binary_rss_kib() as f64 / 1024.0 * 10.0).round() / 10.0,
+                "peak_rss_mib": mib(peak),
+                "binary_rss_mib": mib(binary),
                 "cpu_s": (c.cpu_seconds() * 100.0).round() / 100.0,
             }));
         }
@@ -782,9 +787,9 @@ async fn run(
         "create_phase_s": (created_in.as_secs_f64() * 1000.0).round() / 1000.0,
         "pods_per_s": (pods as f64 / converged_in.as_secs_f64()).round(),
         // The largest member's, when sharded.
-        "controller_peak_rss_mib": (peak_rss_kib as f64 / 1024.0 * 10.0).round() / 10.0,
+        "controller_peak_rss_mib": mib(peak_rss_kib),
         // Of it, the pages of the controller's executable file.
-        "controller_binary_rss_mib": (binary_rss_kib as f64 / 1024.0 * 10.0).round() / 10.0,
+        "controller_binary_rss_mib": mib(binary_rss_kib),
         "controller_cpu_s": (controller_cpu * 100.0).round() / 100.0,
         "cluster_and_driver_cpu_s": (own_cpu * 100.0).round() / 100.0,
         "controller_syncs": syncs,
