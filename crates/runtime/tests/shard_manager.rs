@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use ctrlkit_runtime::manager::{
     ConfigError, FnRunnable, Manager, ManagerConfig, ManagerError, ManagerStatus, ShardingConfig,
+    WakeupBatching,
 };
 use ctrlkit_runtime::shard::{RING_LABEL, ShardMember};
 use ctrlkit_runtime::{Action, Controller, ObjectKey};
@@ -100,6 +101,7 @@ fn sharding(identity: &str) -> ShardingConfig {
 
 struct Running {
     member: ShardMember,
+    batching: WakeupBatching,
     status: ManagerStatus,
     shutdown: CancellationToken,
     task: JoinHandle<Result<(), ManagerError>>,
@@ -108,7 +110,11 @@ struct Running {
 /// A sharded manager with the two controllers; returns once it runs.
 fn start(cluster: &TestCluster, identity: &str, checker: &Arc<Checker>) -> Running {
     let mut config = ManagerConfig::new("cm-controller");
-    config.sharding = Some(sharding(identity));
+    let batching = WakeupBatching::new(Duration::from_millis(1));
+    config.sharding = Some(ShardingConfig {
+        wakeup_batching: Some(batching.clone()),
+        ..sharding(identity)
+    });
     config.shutdown_grace_period = Duration::from_secs(10);
     config.metrics_addr = Some("127.0.0.1:0".parse().unwrap());
     let mut manager = Manager::with_client(cluster.client(), config).unwrap();
@@ -145,6 +151,7 @@ fn start(cluster: &TestCluster, identity: &str, checker: &Arc<Checker>) -> Runni
     let task = tokio::spawn(manager.run(shutdown.clone()));
     Running {
         member,
+        batching,
         status,
         shutdown,
         task,
@@ -162,6 +169,13 @@ async fn http_get_metrics(addr: std::net::SocketAddr) -> String {
     let mut response = String::new();
     stream.read_to_string(&mut response).await.unwrap();
     response
+}
+
+/// The wakeup window of a member holding `held` of the slots, from a base
+/// of 1 ms: the ring over its share.
+fn window_for(held: usize) -> Duration {
+    let ns = 1_000_000 * ctrlkit_runtime::shard::SLOTS as u64 / held.max(1) as u64;
+    Duration::from_nanos(ns).min(Duration::from_millis(8))
 }
 
 /// Every owner synced by `controller`, each last by a manager in `by`.
@@ -187,6 +201,21 @@ async fn sharded_managers_split_every_controllers_owners_and_a_shut_down_one_han
         },
     )
     .await;
+    // Each member is sent about a third of the events: it waits about
+    // three times the base window before its thread sleeps.
+    until("each member's wakeup window follows its share", || {
+        managers
+            .iter()
+            .all(|m| m.batching.window() == window_for(m.member.held_slots().len()))
+    })
+    .await;
+    for m in &managers {
+        let window = m.batching.window();
+        assert!(
+            (Duration::from_micros(2_900)..=Duration::from_micros(3_100)).contains(&window),
+            "{window:?}"
+        );
+    }
     until("both controllers synced every owner", || {
         ["declared", "by-hand"]
             .iter()
@@ -270,6 +299,13 @@ async fn sharded_managers_split_every_controllers_owners_and_a_shut_down_one_han
         ["declared", "by-hand"]
             .iter()
             .all(|c| all_synced_by(&checker, c, &["m1", "m2"]))
+    })
+    .await;
+    until("the other two wait twice the base window", || {
+        // Balanced to one slot: 512 each.
+        rest.iter().all(|m| {
+            m.member.held_slots().len() == 512 && m.batching.window() == Duration::from_millis(2)
+        })
     })
     .await;
     for m in rest {

@@ -13,6 +13,7 @@ use super::leader::{LeaderElectionConfig, default_identity};
 use super::logging::{LogFilter, LogFormat};
 use super::metrics_tls::TlsFiles;
 use super::sharding::{ShardingConfig, default_shard_identity};
+use super::wakeup::{MAX_WAKEUP_BATCHING, WakeupBatching};
 
 /// The flags every controller binary shares. Flatten it into the binary's
 /// own parser:
@@ -177,9 +178,12 @@ pub struct ManagerArgs {
     /// of a sleeping thread costs a context switch and a pass over the
     /// runtime's I/O driver; waiting 1ms cut the controller's CPU per pod
     /// by 16-26% on the scale-out benchmark. What arrives while the
-    /// thread waits is handled up to that much later. Default: 1ms.
-    /// Applies to binaries started with `block_on_main`; one that builds
-    /// its own runtime logs a warning when the flag is given.
+    /// thread waits is handled up to that much later. A member of a shard
+    /// ring (--shard-ring) is sent only its share of the events, and waits
+    /// this long times the ring over its share (at most 8 times: 3ms for a
+    /// third of the ring). Default: 1ms. Applies to binaries started with
+    /// `block_on_main`; one that builds its own runtime logs a warning when
+    /// the flag is given.
     #[arg(long, value_name = "DURATION", value_parser = parse_wakeup_batching)]
     pub wakeup_batching: Option<Duration>,
 }
@@ -207,10 +211,6 @@ fn parse_worker_threads(s: &str) -> Result<usize, String> {
 /// every ~100µs under load), short next to anything a controller waits for
 /// (docs/performance.md, 3i).
 pub const DEFAULT_WAKEUP_BATCHING: Duration = Duration::from_millis(1);
-
-/// The most `--wakeup-batching` accepts: longer would be a delay users
-/// notice, not a batching window.
-const MAX_WAKEUP_BATCHING: Duration = Duration::from_millis(100);
 
 fn parse_wakeup_batching(s: &str) -> Result<Duration, String> {
     match parse_duration(s) {
@@ -251,6 +251,17 @@ impl ManagerArgs {
     /// CPU core), with I/O and timers enabled; its threads wait
     /// `--wakeup-batching` before they sleep.
     pub fn runtime(&self) -> std::io::Result<tokio::runtime::Runtime> {
+        self.runtime_with_batching(&WakeupBatching::new(self.wakeup_batching()))
+    }
+
+    /// [`runtime`](Self::runtime), its threads waiting `batching`'s window
+    /// before they sleep: [`block_on_main`](super::block_on_main) passes
+    /// the same handle to a sharded manager, which widens the window to
+    /// the member's share of the ring (see [`WakeupBatching`]).
+    pub fn runtime_with_batching(
+        &self,
+        batching: &WakeupBatching,
+    ) -> std::io::Result<tokio::runtime::Runtime> {
         let mut builder = match self.worker_threads() {
             1 => tokio::runtime::Builder::new_current_thread(),
             n => {
@@ -261,12 +272,7 @@ impl ManagerArgs {
                 builder
             }
         };
-        let wait = self.wakeup_batching();
-        if !wait.is_zero() {
-            // A blocking sleep on purpose: I/O that arrives meanwhile is
-            // picked up by the one driver poll that follows.
-            builder.on_thread_park(move || std::thread::sleep(wait));
-        }
+        batching.install(&mut builder);
         builder.enable_all().build()
     }
 
@@ -306,6 +312,7 @@ impl ManagerArgs {
                     .unwrap_or_else(default_shard_identity),
                 lease_duration: self.lease_duration,
                 renew_deadline: self.renew_deadline,
+                wakeup_batching: None,
             }),
         }
     }

@@ -4,11 +4,13 @@
 use std::process::ExitCode;
 
 use super::args::ManagerArgs;
+use super::config::ManagerConfig;
 use super::error::{ManagerError, error_chain};
 use super::lifecycle::Manager;
 use super::logging::init_logging;
 use super::runnable::BoxError;
 use super::signals::shutdown_on_signals;
+use super::wakeup::WakeupBatching;
 
 /// Runs a controller binary whose flags are already parsed: installs
 /// logging (`--log-format`, `--log-level`), checks the configuration,
@@ -57,22 +59,28 @@ where
     B: FnOnce(&mut Manager) -> Result<(), E>,
     E: Into<BoxError>,
 {
-    run(name, args, build, false).await
+    run(name, args, build, None).await
 }
 
-/// `run_main`; `our_runtime` when `block_on_main` built the runtime from
-/// `args`, so the runtime flags need no check.
-async fn run<B, E>(name: &str, args: &ManagerArgs, build: B, our_runtime: bool) -> ExitCode
+/// `run_main`; `our_batching` is the wakeup batching of the runtime
+/// `block_on_main` built from `args` (so the runtime flags need no check),
+/// handed to the shard member to widen.
+async fn run<B, E>(
+    name: &str,
+    args: &ManagerArgs,
+    build: B,
+    our_batching: Option<WakeupBatching>,
+) -> ExitCode
 where
     B: FnOnce(&mut Manager) -> Result<(), E>,
     E: Into<BoxError>,
 {
     init_logging(args.log_format, &args.log_level);
-    if !our_runtime {
+    if our_batching.is_none() {
         warn_runtime_flags_not_applied(args);
     }
     let result = async {
-        let config = args.config(name);
+        let config = config_on(args, name, our_batching);
         config.validate()?;
         let shutdown = shutdown_on_signals()?;
         let mut manager = Manager::new(config).await?;
@@ -81,6 +89,16 @@ where
     }
     .await;
     exit_code(name, result)
+}
+
+/// The manager's configuration from `args`; a sharded member widens the
+/// wakeup batching of the runtime it runs on, when that runtime is ours.
+fn config_on(args: &ManagerArgs, name: &str, batching: Option<WakeupBatching>) -> ManagerConfig {
+    let mut config = args.config(name);
+    if let Some(sharding) = config.sharding.as_mut() {
+        sharding.wakeup_batching = batching;
+    }
+    config
 }
 
 /// Says which of the runtime's flags were given but not applied, when
@@ -151,8 +169,9 @@ where
     B: FnOnce(&mut Manager) -> Result<(), E>,
     E: Into<BoxError>,
 {
-    match args.runtime() {
-        Ok(runtime) => runtime.block_on(run(name, args, build, true)),
+    let batching = WakeupBatching::new(args.wakeup_batching());
+    match args.runtime_with_batching(&batching) {
+        Ok(runtime) => runtime.block_on(run(name, args, build, Some(batching))),
         Err(error) => {
             eprintln!("{name}: error: cannot start the Tokio runtime: {error}");
             ExitCode::FAILURE
@@ -173,5 +192,46 @@ pub fn exit_code(name: &str, result: Result<(), ManagerError>) -> ExitCode {
                 false => ExitCode::FAILURE,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: ManagerArgs,
+    }
+
+    fn args(flags: &[&str]) -> ManagerArgs {
+        let cli = Cli::try_parse_from(std::iter::once("bin").chain(flags.iter().copied()));
+        cli.unwrap().args
+    }
+
+    #[test]
+    fn a_sharded_member_is_handed_the_runtimes_wakeup_batching() {
+        let batching = WakeupBatching::new(Duration::from_millis(1));
+        let config = config_on(
+            &args(&["--shard-ring", "rs", "--shard-identity", "m0"]),
+            "bin",
+            Some(batching.clone()),
+        );
+        let sharding = config.sharding.unwrap();
+        assert_eq!(sharding.wakeup_batching, Some(batching.clone()));
+        // The member's share widens the very window the runtime reads.
+        let member = sharding.shard_config();
+        assert_eq!(member.batching(), Some(&batching));
+
+        // Unsharded: nothing to widen; on a runtime of the binary's own
+        // (`run_main`): nothing handed over.
+        assert_eq!(config_on(&args(&[]), "bin", Some(batching)).sharding, None);
+        let sharding = config_on(&args(&["--shard-ring", "rs"]), "bin", None).sharding;
+        assert_eq!(sharding.unwrap().wakeup_batching, None);
     }
 }

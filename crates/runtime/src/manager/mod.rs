@@ -259,6 +259,7 @@ mod runnable;
 mod sharding;
 mod signals;
 mod status;
+mod wakeup;
 
 pub use args::{
     DEFAULT_WAKEUP_BATCHING, DEFAULT_WORKER_THREADS, ListenAddr, ManagerArgs, WatchHealthBound,
@@ -281,3 +282,4 @@ pub(crate) use sharding::shard_member_of;
 pub use sharding::{SHARD_RUNNABLE, ShardingConfig, default_shard_identity};
 pub use signals::shutdown_on_signals;
 pub use status::{Endpoints, ManagerStatus, Readiness};
+pub use wakeup::{MAX_SHARE_SCALE, MAX_WAKEUP_BATCHING, WakeupBatching};

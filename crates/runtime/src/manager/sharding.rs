@@ -12,6 +12,7 @@ use super::config::ConfigError;
 use super::leader::renew_interval_for;
 use super::lifecycle::Manager;
 use super::runnable::FnRunnable;
+use super::wakeup::WakeupBatching;
 use crate::shard::{ShardConfig, ShardError, ShardMember, ShardMetrics};
 
 /// How a manager takes part in a shard ring (`--shard-ring`): it holds the
@@ -35,11 +36,17 @@ pub struct ShardingConfig {
     /// (`--renew-deadline`); less than `lease_duration`, so it stops
     /// before the others may take its slots. Whole seconds.
     pub renew_deadline: Duration,
+    /// The window of the runtime's wakeup batching, widened to the
+    /// member's share of the ring as it changes (see [`WakeupBatching`]);
+    /// [`block_on_main`](super::block_on_main) sets it to its runtime's.
+    /// `None` leaves the runtime's window alone.
+    pub wakeup_batching: Option<WakeupBatching>,
 }
 
 impl ShardingConfig {
     /// Member [`default_shard_identity`] of `ring`, with Leases in
-    /// `namespace`, 15 s leases and a 10 s renew deadline.
+    /// `namespace`, 15 s leases and a 10 s renew deadline, no wakeup
+    /// batching to widen.
     pub fn new(ring: impl Into<String>, namespace: impl Into<String>) -> Self {
         Self {
             ring: ring.into(),
@@ -47,15 +54,20 @@ impl ShardingConfig {
             identity: default_shard_identity(),
             lease_duration: Duration::from_secs(15),
             renew_deadline: Duration::from_secs(10),
+            wakeup_batching: None,
         }
     }
 
     /// The member's configuration.
     pub fn shard_config(&self) -> ShardConfig {
-        ShardConfig::new(&self.namespace, &self.ring, &self.identity)
+        let config = ShardConfig::new(&self.namespace, &self.ring, &self.identity)
             .lease_duration(self.lease_duration)
             .renew_deadline(self.renew_deadline)
-            .renew_period(renew_interval_for(self.renew_deadline))
+            .renew_period(renew_interval_for(self.renew_deadline));
+        match &self.wakeup_batching {
+            Some(batching) => config.wakeup_batching(batching),
+            None => config,
+        }
     }
 
     /// Checks names and timings.

@@ -31,6 +31,7 @@ use super::metrics::{AnomalyLabels, HandoverLabels, MemberLabels, ShardMetrics};
 use super::relabel::{Outcome, Relabel};
 use super::ring::{Anomaly, Claims, Expired, RING_LABEL, RingView, claim_annotations, inspect};
 use super::slots::{SLOTS, SlotSet, slot_of_uid};
+use crate::manager::WakeupBatching;
 
 /// How a member takes part in a ring.
 #[derive(Clone, Debug)]
@@ -46,6 +47,7 @@ pub struct ShardConfig {
     child_cache_filtering: bool,
     child_label_selector: bool,
     metrics: Option<ShardMetrics>,
+    wakeup_batching: Option<WakeupBatching>,
 }
 
 impl ShardConfig {
@@ -70,6 +72,7 @@ impl ShardConfig {
             child_cache_filtering: true,
             child_label_selector: true,
             metrics: None,
+            wakeup_batching: None,
         }
     }
 
@@ -200,6 +203,21 @@ impl ShardConfig {
     pub fn metrics(mut self, metrics: &ShardMetrics) -> Self {
         self.metrics = Some(metrics.clone());
         self
+    }
+
+    /// Widens `batching`'s window to the member's share of the ring: the
+    /// base window times the ring's slots over the slots it holds, at
+    /// every change of its slots (see [`WakeupBatching::follow_share`]).
+    /// Give it the handle of the runtime the member runs on; a
+    /// [`Manager`](crate::Manager) started with
+    /// [`block_on_main`](crate::manager::block_on_main) does.
+    pub fn wakeup_batching(mut self, batching: &WakeupBatching) -> Self {
+        self.wakeup_batching = Some(batching.clone());
+        self
+    }
+
+    pub(crate) fn batching(&self) -> Option<&WakeupBatching> {
+        self.wakeup_batching.as_ref()
     }
 
     /// The member's Lease name, `<ring>-<identity>`.
@@ -930,6 +948,12 @@ impl ShardMember {
             .fetch_add(changes.released.len() as u64, Ordering::Relaxed);
         c.members
             .store(snapshot.members.len() as u64, Ordering::Relaxed);
+        if let Some(window) = config
+            .batching()
+            .and_then(|b| b.follow_share(handover.active.len(), SLOTS))
+        {
+            tracing::debug!(ring = %config.ring, member = %inner.lease_name, ?window, slots = handover.active.len(), "wakeup batching window follows the member's share");
+        }
         if let Some(m) = &config.metrics {
             let l = &inner.labels;
             m.slots_held
