@@ -31,6 +31,24 @@ pub const MAX_SHARE_SCALE: u32 = 8;
 /// each wakeup handles about as many of them as one unsharded replica's
 /// does. The handle is cheap to clone; clones share the window. Two
 /// handles are equal when they are clones of one another.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use ctrlkit_runtime::manager::WakeupBatching;
+///
+/// let batching = WakeupBatching::new(Duration::from_millis(1));
+/// let mut builder = tokio::runtime::Builder::new_current_thread();
+/// batching.install(&mut builder);
+/// let runtime = builder.enable_all().build()?;
+///
+/// // A member holding a third of the ring's 1,024 slots waits three times
+/// // as long; the runtime's thread reads the new window at its next park.
+/// batching.follow_share(341, 1024);
+/// assert_eq!(batching.window(), Duration::from_nanos(3_002_932));
+/// runtime.block_on(async { tokio::time::sleep(Duration::from_millis(1)).await });
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[derive(Clone)]
 pub struct WakeupBatching {
     window: Arc<Window>,
@@ -54,7 +72,7 @@ impl WakeupBatching {
         }
     }
 
-    /// The window it was created with.
+    /// The window it was created with (cut to [`MAX_WAKEUP_BATCHING`]).
     pub fn base(&self) -> Duration {
         self.window.base
     }
@@ -85,8 +103,10 @@ impl WakeupBatching {
     }
 
     /// Installs the wait on `builder`'s threads: before a thread parks for
-    /// want of work, it sleeps the window current at that moment. Nothing
-    /// is installed when the base window is zero.
+    /// want of work, it sleeps the window current at that moment, so
+    /// [`follow_share`](Self::follow_share) takes effect at the next park
+    /// of a runtime that already runs. Nothing is installed when the base
+    /// window is zero. The hook replaces any `on_thread_park` set before.
     pub fn install(&self, builder: &mut tokio::runtime::Builder) {
         if self.window.base.is_zero() {
             return;
