@@ -89,17 +89,19 @@ impl WakeupBatching {
     /// base window. Returns the new window when it changed.
     pub fn follow_share(&self, held: usize, of: usize) -> Option<Duration> {
         let base = self.window.base;
-        let scaled = if held == 0 || held >= of {
-            base
-        } else {
-            // Whole nanoseconds: u128 holds base × 1,024 slots with room.
-            let ns = base.as_nanos() * of as u128 / held as u128;
-            Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
-                .min(base * MAX_SHARE_SCALE)
-                .min(MAX_WAKEUP_BATCHING.max(base))
+        let scaled = match held {
+            0 => base,
+            _ => {
+                // Whole nanoseconds: u128 holds base × 1,024 slots with room.
+                // `new` keeps base within MAX_WAKEUP_BATCHING, so cap >= base.
+                let ns = base.as_nanos() * of as u128 / held as u128;
+                let cap = (base * MAX_SHARE_SCALE).min(MAX_WAKEUP_BATCHING);
+                Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX)).clamp(base, cap)
+            }
         };
-        let before = self.window.nanos.swap(nanos(scaled), Ordering::Relaxed);
-        (before != nanos(scaled)).then_some(scaled)
+        let scaled_nanos = nanos(scaled);
+        let before = self.window.nanos.swap(scaled_nanos, Ordering::Relaxed);
+        (before != scaled_nanos).then_some(scaled)
     }
 
     /// Installs the wait on `builder`'s threads: before a thread parks for

@@ -948,17 +948,13 @@ impl ShardMember {
             .fetch_add(changes.released.len() as u64, Ordering::Relaxed);
         c.members
             .store(snapshot.members.len() as u64, Ordering::Relaxed);
-        if let Some(window) = config
-            .batching()
-            .and_then(|b| b.follow_share(handover.active.len(), SLOTS))
-        {
-            tracing::debug!(ring = %config.ring, member = %inner.lease_name, ?window, slots = handover.active.len(), "wakeup batching window follows the member's share");
+        let held = handover.active.len();
+        if let Some(window) = config.batching().and_then(|b| b.follow_share(held, SLOTS)) {
+            tracing::debug!(ring = %config.ring, member = %inner.lease_name, ?window, slots = held, "wakeup batching window follows the member's share");
         }
         if let Some(m) = &config.metrics {
             let l = &inner.labels;
-            m.slots_held
-                .get_or_create(l)
-                .set(handover.active.len() as i64);
+            m.slots_held.get_or_create(l).set(held as i64);
             m.owners_held
                 .get_or_create(l)
                 .set(c.owners_held.load(Ordering::Relaxed) as i64);
